@@ -1,0 +1,111 @@
+"""Command line: the live dashboard (default), ``check`` (headless JSON) and ``report``.
+
+The UI is imported lazily so that ``check`` and ``report`` never load Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gpusat_tui import __version__
+from gpusat_tui.model import VENDORS
+
+
+def parse_tool_override(text: str) -> tuple[str, str]:
+    """``--tool hygon=/opt/hyhal/bin/hy-smi`` -> ("hygon", path). Key: a vendor or a tool name."""
+    key, sep, path = text.partition("=")
+    if not sep or not key or not path:
+        raise argparse.ArgumentTypeError(
+            f"--tool expects VENDOR=PATH or TOOL=PATH (vendors: {', '.join(VENDORS)}), got {text!r}"
+        )
+    return key.strip(), path.strip()
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--interval", type=positive_float, default=argparse.SUPPRESS if suppress else 1.0,
+        metavar="SECONDS", help="seconds between polls (default 1)",
+    )
+    parser.add_argument(
+        "--tool", type=parse_tool_override, action="append", default=default,
+        metavar="VENDOR=PATH", help="use this executable for a vendor or tool (repeatable)",
+    )
+    parser.add_argument(
+        "--pid", type=int, action="append", default=default, metavar="PID",
+        help="training process to watch, with its DataLoader workers (repeatable)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpusat-tui",
+        description="Is my accelerator saturated, and if not, why?",
+    )
+    parser.add_argument("--version", action="version", version=f"gpusat-tui {__version__}")
+    _add_polling_options(parser)
+    parser.add_argument("--record", metavar="FILE.jsonl", help="record the session to a file")
+    parser.add_argument("--replay", metavar="FILE.jsonl", help="replay a recorded session")
+    parser.add_argument(
+        "--speed", type=positive_float, default=1.0, help="replay speed factor (default 1)"
+    )
+    parser.add_argument(
+        "--fallback-demo", action="store_true",
+        help="when no accelerator tool is found, replay the bundled demo session (and say so)",
+    )
+    sub = parser.add_subparsers(dest="command")
+
+    check = sub.add_parser("check", help="poll headless and print verdicts (JSON with --json)")
+    _add_polling_options(check, suppress=True)
+    check.add_argument(
+        "--duration", type=positive_float, default=10.0, metavar="SECONDS",
+        help="how long to poll (default 10)",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+
+    report = sub.add_parser("report", help="summarise a recorded session")
+    report.add_argument("file", metavar="FILE.jsonl")
+    report.add_argument("--json", action="store_true", help="print one JSON object")
+    report.add_argument(
+        "--width", type=int, default=None, help="chart width in columns (default: terminal)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Options given before the sub-command apply to it too.
+    for name, default in (("interval", 1.0), ("tool", None), ("pid", None)):
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    args.tool = dict(args.tool or [])
+    args.pid = list(args.pid or [])
+    if args.command == "check":
+        from gpusat_tui.check import run_check
+
+        return run_check(args)
+    if args.command == "report":
+        from gpusat_tui.report import run_report
+
+        return run_report(args)
+    from gpusat_tui.ui.app import run_app
+
+    return run_app(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The shape every vendor collector shares.
+
+A collector module is small and declarative: it says how to find its tool (executable names,
+usual install folders), which command lines to run (`Query`), and how to turn each output into
+figures with a *pure* ``parse(text) -> ToolReading``. The live source does all process
+handling (timeouts, killing, fallback) the same way for every vendor, so a parser never does I/O
+and is tested on captured text alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpusat_tui.errors import ParseError
+from gpusat_tui.model import CardProcess, CardReading, Vendor
+
+__all__ = [
+    "NA_TOKENS",
+    "ParseError",
+    "Query",
+    "ToolReading",
+    "ToolSpec",
+    "find_executable",
+    "merge_cards",
+    "num",
+    "strip_ansi",
+]
+
+
+@dataclass
+class ToolReading:
+    """What one tool's output says: its cards, the processes it lists, its version."""
+
+    cards: list[CardReading] = field(default_factory=list)
+    processes: list[CardProcess] = field(default_factory=list)
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    """One command line of a tool and the pure parser of its output.
+
+    ``optional`` queries are enrichments (extra flags, process lists). When one is refused
+    (non-zero exit, usage text, ParseError) the live source stops asking for it for the rest of
+    the session and the cards from the required queries are kept: no card is ever lost because
+    an older tool lacks a flag.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    parse: Callable[[str], ToolReading]
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How to find and read one vendor tool."""
+
+    #: Display / error name, e.g. "hy-smi".
+    tool: str
+    vendor: Vendor
+    #: Executable names to look up, in order (e.g. ("xpu_smi", "xpu-smi")).
+    names: tuple[str, ...]
+    #: Vendor install folders searched after PATH.
+    search_dirs: tuple[str, ...] = ()
+    queries: tuple[Query, ...] = ()
+    #: Tools in the same group see the same cards (hy-smi / dcu-smi / rocm-smi on a DCU
+    #: machine; NVML / nvidia-smi): only the first one found in a group is used.
+    group: str = ""
+    #: Lower runs first inside a group.
+    priority: int = 0
+    #: Given the required query's output, is this really our tool? (Intel's ``xpu-smi`` vs
+    #: Kunlunxin's.) Returning False means "not ours": no cards, no error storm.
+    identify: Callable[[str], bool] | None = None
+    #: Honest label for collectors never checked against a real card.
+    untested: bool = False
+    #: In-process reader (NVML) used instead of running ``queries``: called in a worker
+    #: thread, raises ToolMissing when its library is absent so the group falls back.
+    reader: Callable[[], ToolReading] | None = None
+
+    @property
+    def env_var(self) -> str:
+        """Override variable, e.g. GPUSAT_TOOL_HY_SMI=/opt/hyhal/bin/hy-smi."""
+        return "GPUSAT_TOOL_" + re.sub(r"[^A-Z0-9]", "_", self.tool.upper())
+
+
+def find_executable(
+    spec: ToolSpec,
+    overrides: Mapping[str, str] | None = None,
+    path: str | None = None,
+) -> tuple[str | None, list[str]]:
+    """Locate a tool: explicit override, then its env variable, then PATH, then vendor folders.
+
+    Returns ``(path or None, places searched)`` so that "nothing found" can say where it looked.
+    ``overrides`` maps a vendor name or tool name to an executable path (``--tool``).
+    """
+    searched: list[str] = []
+    overrides = overrides or {}
+    for key in (spec.tool, *spec.names):
+        if key in overrides:
+            return overrides[key], [f"--tool {key}"]
+    if spec.vendor in overrides:
+        candidate = overrides[spec.vendor]
+        # A vendor key applies to the tool whose executable name it points to, or to the
+        # first tool of that vendor when the file name says nothing.
+        base = Path(candidate).name
+        if base in spec.names or not any(base.startswith(n.split("-")[0]) for n in spec.names):
+            return candidate, [f"--tool {spec.vendor}"]
+    env = os.environ.get(spec.env_var)
+    if env:
+        return env, [f"${spec.env_var}"]
+    searched.append(f"${spec.env_var}")
+    search_path = path if path is not None else os.environ.get("PATH", "")
+    for name in spec.names:
+        found = shutil.which(name, path=search_path)
+        if found:
+            return found, searched
+    searched.append("PATH")
+    for folder in spec.search_dirs:
+        for name in spec.names:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate, searched
+        searched.append(folder)
+    return None, searched
+
+
+# --- small parsing helpers every parser uses -------------------------------------------------
+
+#: Tokens tools print for "no figure". Compared case-insensitively after stripping brackets.
+NA_TOKENS = frozenset(
+    {
+        "n/a", "na", "[n/a]", "not supported", "[not supported]", "err!", "unknown error",
+        "[unknown error]", "-", "--", "", "unsupported", "none", "not found", "[not found]",
+        "nan", "unknown",
+    }
+)
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_NUM_RE = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal escape sequences some tools print even into a pipe."""
+    return _ANSI_RE.sub("", text)
+
+
+def num(token: str | None) -> float | None:
+    """First number in a cell (``"49.0C"`` -> 49.0, ``"300.0W"`` -> 300.0), or None for N/A.
+
+    Units are the caller's business; this only refuses the many spellings of "no figure".
+    """
+    if token is None:
+        return None
+    cleaned = token.strip().lower()
+    if cleaned in NA_TOKENS or cleaned.strip("[]") in NA_TOKENS:
+        return None
+    match = _NUM_RE.search(cleaned)
+    return float(match.group()) if match else None
+
+
+def merge_cards(base: Iterable[CardReading], extra: Iterable[CardReading]) -> list[CardReading]:
+    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by index.
+
+    The default view wins where both have a figure; extras are merged. Cards only the
+    enrichment knows are not added: the default view is the source of truth for which cards
+    exist.
+    """
+    by_index = {c.index: c for c in extra}
+    merged: list[CardReading] = []
+    for card in base:
+        other = by_index.get(card.index)
+        if other is None:
+            merged.append(card)
+            continue
+        updates = {
+            name: getattr(other, name)
+            for name in CardReading.model_fields
+            if getattr(card, name) is None and getattr(other, name) is not None
+        }
+        extras = {**other.extras, **card.extras}
+        merged.append(card.model_copy(update={**updates, "extras": extras}))
+    return merged

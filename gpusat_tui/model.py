@@ -1,0 +1,213 @@
+"""The data that flows through gpusat-tui: one `Frame` per poll.
+
+Everything here is plain pydantic so that live polling, replay, the recorder, `check` and
+`report` all speak the same objects. A figure a tool did not give (``N/A``, ``[N/A]``,
+``ERR!``, missing column...) is ``None``: never a string, never an exception.
+
+These models are also the recording format (one ``Frame`` per JSONL line), so field names
+are an interface: add fields with defaults, never rename or remove them without bumping
+``SCHEMA_VERSION``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: Version of the recording format and of `check --json`. Bump on any incompatible change.
+SCHEMA_VERSION = 1
+
+Vendor = Literal[
+    "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren"
+]
+VENDORS: tuple[Vendor, ...] = (
+    "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren"
+)
+
+#: What each vendor calls its utilisation figure, for labels on screen.
+UTIL_LABELS: dict[str, str] = {
+    "nvidia": "GPU-Util",
+    "amd": "GPU%",
+    "hygon": "HCU%",
+    "ascend": "AICore%",
+    "cambricon": "MLU util",
+    "kunlunxin": "UseRate",
+    "mthreads": "GPU-Util",
+    "biren": "GPU-Util",
+}
+
+VerdictKind = Literal["saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"]
+VERDICT_KINDS: tuple[VerdictKind, ...] = (
+    "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"
+)
+
+ProcessRole = Literal["trainer", "dataloader_worker"]
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """NaN and infinities are as good as missing: a verdict must never see them."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+class _Model(BaseModel):
+    # extra="ignore": a recording from a newer minor version with extra fields still loads.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class CardReading(_Model):
+    """One card (one device a training rank sees) as one tool saw it at one poll."""
+
+    vendor: Vendor
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    bus_id: str | None = None
+    util_pct: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    mem_pct: float | None = None
+    power_w: float | None = None
+    power_cap_w: float | None = None
+    temp_c: float | None = None
+    #: Vendor-specific figures (AIVector %, HBM bandwidth %, Dec/Enc %, MIG, health...).
+    extras: dict[str, float | str | None] = Field(default_factory=dict)
+    #: Which executable answered (e.g. "hy-smi", "rocm-smi", "nvml").
+    tool: str | None = None
+    #: Seconds since these figures were actually read; set when a poll failed and the
+    #: last good figures are carried over. ``None`` means fresh.
+    stale_s: float | None = None
+
+    @field_validator(
+        "util_pct", "mem_used_mib", "mem_total_mib", "mem_pct", "power_w", "power_cap_w",
+        "temp_c", "stale_s",
+        mode="before",
+    )
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        return _finite_or_none(value)
+
+    @model_validator(mode="after")
+    def _derive_mem_pct(self) -> CardReading:
+        # Some tools print only used/total, others only a percentage: keep both when we can.
+        if self.mem_pct is None and self.mem_used_mib is not None and self.mem_total_mib:
+            object.__setattr__(self, "mem_pct", 100.0 * self.mem_used_mib / self.mem_total_mib)
+        return self
+
+    @property
+    def id(self) -> str:
+        """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``."""
+        return f"{self.vendor}:{self.index}"
+
+    @property
+    def power_frac(self) -> float | None:
+        """Power as a fraction of its cap, or None when either is unknown."""
+        if self.power_w is None or not self.power_cap_w:
+            return None
+        return self.power_w / self.power_cap_w
+
+
+class CardProcess(_Model):
+    """A process that a vendor tool lists as using a card (its own PID namespace!)."""
+
+    pid: int
+    card_id: str
+    name: str | None = None
+    mem_used_mib: float | None = None
+
+
+class ProcessSample(_Model):
+    """CPU figures of one training process or DataLoader worker, from psutil."""
+
+    pid: int
+    role: ProcessRole
+    name: str
+    #: Percent of ONE core (can exceed 100 for a multi-threaded trainer).
+    cpu_pct: float | None = None
+    #: psutil status string: "running", "sleeping", "disk-sleep" (D, waiting on I/O), "zombie"...
+    state: str | None = None
+    #: For a worker: the trainer it belongs to. For a trainer: None.
+    trainer_pid: int | None = None
+    card_ids: list[str] = Field(default_factory=list)
+    #: Trainer only: CPU % of its ``pt_data_pin`` (pin-memory) thread, where readable.
+    pin_cpu_pct: float | None = None
+    num_threads: int | None = None
+
+    @field_validator("cpu_pct", "pin_cpu_pct", mode="before")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        return _finite_or_none(value)
+
+
+class HostSample(_Model):
+    """Whole-machine CPU figures."""
+
+    cpu_pct: float | None = None
+    iowait_pct: float | None = None
+    cpu_count: int | None = None
+
+
+class ToolError(_Model):
+    """A tool that failed on this poll. The Frame still carries the other tools' figures."""
+
+    tool: str
+    message: str
+    #: "missing", "timeout", "exit", "parse", "denied", "process", "other"
+    kind: str = "other"
+
+
+class Frame(_Model):
+    """One poll: every card, the training processes, the host, and what went wrong."""
+
+    #: Unix time (seconds) when the poll started.
+    t: float
+    #: Poll counter from the start of the session (0, 1, 2...).
+    seq: int = 0
+    cards: list[CardReading] = Field(default_factory=list)
+    card_processes: list[CardProcess] = Field(default_factory=list)
+    processes: list[ProcessSample] = Field(default_factory=list)
+    host: HostSample | None = None
+    errors: list[ToolError] = Field(default_factory=list)
+    #: Plain-language notes (e.g. "PID 4242 listed by npu-smi is not visible here").
+    notes: list[str] = Field(default_factory=list)
+    #: CPU % of the monitor itself (and the tools it ran) over the last interval.
+    monitor_cpu_pct: float | None = None
+    #: Raw tool output kept for polls that failed to parse (bug reports); tool -> text.
+    raw: dict[str, str] = Field(default_factory=dict)
+
+    def card(self, card_id: str) -> CardReading | None:
+        return next((c for c in self.cards if c.id == card_id), None)
+
+
+class Verdict(_Model):
+    """What the badge says about one card (or the whole job), and why."""
+
+    kind: VerdictKind = "unknown"
+    #: For starving: "input-bound", "io-bound", "host-bound" or "unknown"; else usually None.
+    cause: str | None = None
+    why: list[str] = Field(default_factory=list)
+    advice: list[str] = Field(default_factory=list)
+    confidence: float = 0.0
+
+
+class Assessment(_Model):
+    """Verdicts for every card in a window, plus one for the job as a whole."""
+
+    cards: dict[str, Verdict] = Field(default_factory=dict)
+    job: Verdict = Field(default_factory=Verdict)
+
+
+class RecordingHeader(_Model):
+    """First line of a ``--record`` JSONL file."""
+
+    type: Literal["header"] = "header"
+    schema_version: int = SCHEMA_VERSION
+    gpusat_tui_version: str
+    host: str | None = None
+    tools: dict[str, str | None] = Field(default_factory=dict)
+    interval_s: float | None = None
+    started_at: float | None = None

@@ -28,6 +28,7 @@ __all__ = [
     "find_executable",
     "merge_cards",
     "num",
+    "resolve_process_cards",
     "strip_ansi",
 ]
 
@@ -55,6 +56,12 @@ class Query:
     args: tuple[str, ...]
     parse: Callable[[str], ToolReading]
     optional: bool = False
+    #: For a required query: what to run instead when this one is refused (an older tool
+    #: without ``--query-gpu``, say). Once used, the fallback stays for the session.
+    fallback: Query | None = None
+    #: Run once per card, with ``{index}`` in ``args`` replaced by each card's index from the
+    #: required queries (``npu-smi info -t usages -i {index}``). Only for optional queries.
+    per_card: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,32 @@ def num(token: str | None) -> float | None:
         return None
     match = _NUM_RE.search(cleaned)
     return float(match.group()) if match else None
+
+
+def resolve_process_cards(
+    cards: Iterable[CardReading], processes: Iterable[CardProcess]
+) -> list[CardProcess]:
+    """Map processes whose ``card_id`` is ``"uuid:<UUID>"`` or ``"bus:<BUS-ID>"`` to real ids.
+
+    Some process queries name the card by UUID or PCI bus id, not by index (nvidia-smi
+    ``--query-compute-apps``); the parser cannot know indices, so it says what it saw and this
+    maps it. Processes whose card is unknown are kept with the id they had.
+    """
+    cards = list(cards)
+    by_uuid = {c.uuid: c.id for c in cards if c.uuid}
+    by_bus = {c.bus_id.lower(): c.id for c in cards if c.bus_id}
+    resolved: list[CardProcess] = []
+    for proc in processes:
+        kind, _, key = proc.card_id.partition(":")
+        card_id = proc.card_id
+        if kind == "uuid" and key in by_uuid:
+            card_id = by_uuid[key]
+        elif kind == "bus" and key.lower() in by_bus:
+            card_id = by_bus[key.lower()]
+        if card_id != proc.card_id:
+            proc = proc.model_copy(update={"card_id": card_id})
+        resolved.append(proc)
+    return resolved
 
 
 def merge_cards(base: Iterable[CardReading], extra: Iterable[CardReading]) -> list[CardReading]:

@@ -187,7 +187,8 @@ class Verdict(_Model):
     """What the badge says about one card (or the whole job), and why."""
 
     kind: VerdictKind = "unknown"
-    #: For starving: "input-bound", "io-bound", "host-bound" or "unknown"; else usually None.
+    #: For starving: "input-bound", "io-bound", "host-bound", "light-kernels" (busy reading at
+    #: low power, no host bottleneck) or "unknown"; "straggler" for imbalanced; else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

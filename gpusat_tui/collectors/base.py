@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ __all__ = [
     "Query",
     "ToolReading",
     "ToolSpec",
+    "card_args",
     "find_executable",
     "merge_cards",
     "num",
@@ -40,6 +41,9 @@ class ToolReading:
     cards: list[CardReading] = field(default_factory=list)
     processes: list[CardProcess] = field(default_factory=list)
     version: str | None = None
+    #: Plain-language remarks about this output (a card the tool could not read, say), for
+    #: the Frame's ``notes``. Additive: parsers that have nothing to say leave it empty.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class Query:
     fallback: Query | None = None
     #: Run once per card, with ``{index}`` in ``args`` replaced by each card's index from the
     #: required queries (``npu-smi info -t usages -i {index}``). Only for optional queries.
+    #: Other ``{name}`` placeholders are filled from the card's ``extras`` (see `card_args`):
+    #: an Atlas A3 chip is addressed as ``-i {npu_id} -c {chip_id}``, not by its card index.
     per_card: bool = False
 
 
@@ -100,11 +106,14 @@ def find_executable(
     spec: ToolSpec,
     overrides: Mapping[str, str] | None = None,
     path: str | None = None,
+    vendor_names: Collection[str] | None = None,
 ) -> tuple[str | None, list[str]]:
     """Locate a tool: explicit override, then its env variable, then PATH, then vendor folders.
 
     Returns ``(path or None, places searched)`` so that "nothing found" can say where it looked.
-    ``overrides`` maps a vendor name or tool name to an executable path (``--tool``).
+    ``overrides`` maps a vendor name or tool name to an executable path (``--tool``);
+    ``vendor_names`` (every executable name of this vendor's tools, default: all collectors')
+    decides which tool a vendor-keyed override belongs to.
     """
     searched: list[str] = []
     overrides = overrides or {}
@@ -113,10 +122,16 @@ def find_executable(
             return overrides[key], [f"--tool {key}"]
     if spec.vendor in overrides:
         candidate = overrides[spec.vendor]
-        # A vendor key applies to the tool whose executable name it points to, or to the
-        # first tool of that vendor when the file name says nothing.
+        # A vendor key applies to the tool whose executable name it points to
+        # (``--tool amd=/opt/rocm/bin/rocm-smi`` is rocm-smi, never amd-smi). A file name that
+        # is no known tool's (a wrapper script, say) applies to every tool of the vendor, and
+        # the group's order picks the one that answers.
         base = Path(candidate).name
-        if base in spec.names or not any(base.startswith(n.split("-")[0]) for n in spec.names):
+        if vendor_names is None:
+            from gpusat_tui.collectors import all_specs
+
+            vendor_names = {n for s in all_specs() if s.vendor == spec.vendor for n in s.names}
+        if base in spec.names or base not in vendor_names:
             return candidate, [f"--tool {spec.vendor}"]
     env = os.environ.get(spec.env_var)
     if env:
@@ -135,6 +150,22 @@ def find_executable(
                 return candidate, searched
         searched.append(folder)
     return None, searched
+
+
+def card_args(args: Sequence[str], card: CardReading) -> tuple[str, ...]:
+    """Fill a per-card query's placeholders for one card.
+
+    ``{index}`` is the card index; any other ``{name}`` comes from ``card.extras`` (integral
+    floats are written as integers: ``{npu_id}`` -> ``3``). Raises KeyError when the card lacks
+    a placeholder's value, so the caller can skip that card instead of running a wrong command.
+    """
+    values: dict[str, object] = {}
+    for key, value in card.extras.items():
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        values[key] = value
+    values["index"] = card.index
+    return tuple(arg.format_map(values) if "{" in arg else arg for arg in args)
 
 
 # --- small parsing helpers every parser uses -------------------------------------------------
@@ -178,12 +209,15 @@ def resolve_process_cards(
 
     Some process queries name the card by UUID or PCI bus id, not by index (nvidia-smi
     ``--query-compute-apps``); the parser cannot know indices, so it says what it saw and this
-    maps it. Processes whose card is unknown are kept with the id they had.
+    maps it. Processes whose card is unknown are kept with the id they had. A process listed
+    twice for the same card (by two queries of one tool: a table and a process query) is kept
+    once: the first listing wins and the later one only fills its missing name or memory.
     """
     cards = list(cards)
     by_uuid = {c.uuid: c.id for c in cards if c.uuid}
     by_bus = {c.bus_id.lower(): c.id for c in cards if c.bus_id}
     resolved: list[CardProcess] = []
+    seen: dict[tuple[int, str], int] = {}
     for proc in processes:
         kind, _, key = proc.card_id.partition(":")
         card_id = proc.card_id
@@ -193,6 +227,18 @@ def resolve_process_cards(
             card_id = by_bus[key.lower()]
         if card_id != proc.card_id:
             proc = proc.model_copy(update={"card_id": card_id})
+        at = seen.get((proc.pid, card_id))
+        if at is not None:
+            first = resolved[at]
+            fill = {
+                name: getattr(proc, name)
+                for name in ("name", "mem_used_mib")
+                if getattr(first, name) is None and getattr(proc, name) is not None
+            }
+            if fill:
+                resolved[at] = first.model_copy(update=fill)
+            continue
+        seen[(proc.pid, card_id)] = len(resolved)
         resolved.append(proc)
     return resolved
 

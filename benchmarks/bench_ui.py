@@ -1,0 +1,213 @@
+"""Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, and key latency.
+
+Run by hand (takes ~2.5 min on 2 cores):  python benchmarks/bench_ui.py [--seconds 60]
+
+Three figures:
+1. The monitor process's CPU over ``--seconds`` at 1 Hz with 8 fake NVIDIA cards whose figures
+   change every poll, UI on in a detached tmux pane (100x30). Its own CPU (user+system of the
+   python process) is reported apart from the CPU of the tool processes it ran (reaped children).
+2. The same with a second tool (hy-smi) that hangs on every call (killed at its timeout).
+3. Key-press-to-repaint latency with the hung tool: send Right, poll ``capture-pane`` every
+   5 ms until the selection marker moved. Includes tmux's own delay: an upper bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.fakes import FakeCard  # noqa: E402
+from tests.fakes.tool import FakeBin, Step  # noqa: E402
+
+
+def eight_cards(step: int) -> list[FakeCard]:
+    return [
+        FakeCard(
+            index=j,
+            name=f"Fake H100 {j}",
+            util_pct=round(50 + 45 * math.sin(step / 5 + j)),
+            mem_used_mib=8192.0 * (j + 1),
+            mem_total_mib=81920.0,
+            power_w=round(300 + 250 * math.sin(step / 7 + j)),
+            power_cap_w=700.0,
+            temp_c=40.0 + j + step % 5,
+        )
+        for j in range(8)
+    ]
+
+
+def make_bin(root: Path, hung: bool) -> FakeBin:
+    from gpusat_tui.collectors.nvidia_smi import SPECS as NVIDIA
+
+    fake = FakeBin(root / ("bin-hung" if hung else "bin"))
+    fake.add_for_spec(NVIDIA[0], [eight_cards(i) for i in range(120)])
+    if hung:
+        from gpusat_tui.collectors.hy_smi import SPECS as HYGON
+
+        fake.add_for_spec(HYGON[0], [Step(cards=(FakeCard(0),), mode="hang")])
+    return fake
+
+
+class Pane:
+    """gpusat-tui running in a detached tmux session on a private server."""
+
+    def __init__(self, root: Path, fake: FakeBin, name: str) -> None:
+        self.sock = str(root / f"{name}.sock")
+        self.env = fake.env({"TERM": "xterm-256color"})
+        command = shlex.join([sys.executable, "-m", "gpusat_tui", "--interval", "1"])
+        self.tmux("new-session", "-d", "-s", "b", "-x", "100", "-y", "30", "-c", str(REPO),
+                  command)
+        try:
+            pane_pid = int(self.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
+            self.proc = self._find_python(psutil.Process(pane_pid))
+        except BaseException:
+            self.close()  # never leave a tmux server (and the dashboard) running
+            raise
+
+    @staticmethod
+    def _find_python(pane: psutil.Process) -> psutil.Process:
+        # tmux runs the command through sh, which may or may not exec it (and may not yet).
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for proc in [pane, *pane.children(recursive=True)]:
+                if "python" in proc.name():
+                    return proc
+            time.sleep(0.05)
+        raise RuntimeError("gpusat-tui did not start in the tmux pane")
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-S", self.sock, *args], env=self.env, check=True,
+                              capture_output=True, text=True, timeout=10).stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "b")
+
+    def wait_for(self, text: str, timeout: float = 30.0, poll: float = 0.05) -> float:
+        start = time.perf_counter()
+        while text not in self.screen():
+            if time.perf_counter() - start > timeout:
+                raise RuntimeError(f"{text!r} never appeared:\n{self.screen()}")
+            time.sleep(poll)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], env=self.env,
+                       capture_output=True)
+
+
+def measure_cpu(pane: Pane, seconds: float) -> tuple[float, float, float]:
+    """(own CPU % of one core, tools' CPU % of one core, own ms per second) over ``seconds``."""
+    before = pane.proc.cpu_times()
+    t0 = time.perf_counter()
+    time.sleep(seconds)
+    after = pane.proc.cpu_times()
+    wall = time.perf_counter() - t0
+    own = (after.user + after.system) - (before.user + before.system)
+    tools = (after.children_user + after.children_system) - (
+        before.children_user + before.children_system)
+    return 100 * own / wall, 100 * tools / wall, 1000 * own / wall
+
+
+def key_latency(pane: Pane, presses: int = 10) -> list[float]:
+    latencies: list[float] = []
+    for i in range(presses):
+        target = f"▸ {(i + 1) % 8}"
+        start = time.perf_counter()
+        pane.tmux("send-keys", "-t", "b", "Right")
+        while target not in pane.screen():
+            if time.perf_counter() - start > 10:
+                raise RuntimeError(f"no repaint after a key press:\n{pane.screen()}")
+            time.sleep(0.005)
+        latencies.append(1000 * (time.perf_counter() - start))
+        time.sleep(0.3)
+    return latencies
+
+
+def breakdown(root: Path, polls: int = 20) -> None:
+    """Where the monitor's CPU goes, in-process: polling alone, then verdicts alone."""
+    import asyncio
+    import os
+
+    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.sources.live import LiveSource
+
+    fake = make_bin(root / "breakdown", hung=False)
+    old_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = fake.path
+    frames = []
+
+    async def poll() -> float:
+        source = LiveSource(interval=1.0)
+        source.discover()
+        cpu = 0.0
+        async for frame in source.frames():
+            frames.append(frame)
+            if len(frames) == 2:
+                start_cpu, start_wall = time.process_time(), time.perf_counter()
+            if len(frames) == polls:
+                cpu = time.process_time() - start_cpu
+                wall = time.perf_counter() - start_wall
+                break
+        await source.aclose()
+        return 1000 * cpu / wall
+
+    try:
+        live_ms = asyncio.run(poll())
+    finally:
+        os.environ["PATH"] = old_path
+    tracker = VerdictTracker()
+    # A full verdict window (30 s at 1 Hz) before timing, as in a long session.
+    warm = [f.model_copy(update={"t": f.t - 1000 + i}) for i, f in enumerate(frames * 6)]
+    for frame in warm[:60]:
+        tracker.push(frame)
+    start = time.process_time()
+    for frame in warm[60:]:
+        tracker.push(frame)
+    per_frame = 1000 * (time.process_time() - start) / max(len(warm) - 60, 1)
+    print(f"breakdown: LiveSource polling alone {live_ms:.1f} ms CPU/s; "
+          f"VerdictTracker.push {per_frame:.1f} ms per 8-card frame")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    print(f"machine: {psutil.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for hung in (False, True):
+            pane = Pane(root, make_bin(root, hung), "hung" if hung else "ok")
+            try:
+                pane.wait_for("▸ 0")
+                pane.wait_for("GPU-Util")
+                time.sleep(3)  # let start-up settle: imports, first layout
+                own, tools, ms = measure_cpu(pane, args.seconds)
+                what = "8 cards + hung hy-smi" if hung else "8 cards"
+                print(f"{what:24s} monitor {own:5.2f}% of a core ({ms:.1f} ms CPU/s); "
+                      f"tools it ran {tools:5.2f}%")
+                if hung:
+                    status = pane.screen().splitlines()[-2]
+                    print(f"  status line: {status.strip()}")
+                    lat = key_latency(pane)
+                    print(f"  key->repaint with hung tool: median {statistics.median(lat):.0f} ms,"
+                          f" max {max(lat):.0f} ms over {len(lat)} presses")
+            finally:
+                pane.close()
+        breakdown(root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

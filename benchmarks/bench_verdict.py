@@ -1,0 +1,70 @@
+"""CPU cost of the verdict engine per poll, run by hand.
+
+    python benchmarks/bench_verdict.py [--polls 300] [--cards 1 4 8]
+
+Feeds the ``imbalanced_4_cards`` scenario (tests/scenarios.py, widened or narrowed to
+``--cards`` cards, with its DDP processes) into a `VerdictTracker` at 1 Hz with the default 30 s
+window, and times ``push`` with ``time.process_time`` (this process's CPU). Also times one plain
+``judge`` over a full 30-poll window. Prints the figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from statistics import mean, median
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gpusat_tui.analysis.tracker import VerdictTracker  # noqa: E402
+from gpusat_tui.analysis.verdict import judge  # noqa: E402
+from gpusat_tui.model import Frame  # noqa: E402
+from tests.scenarios import SCENARIOS  # noqa: E402
+
+
+def widen(frames: list[Frame], cards: int) -> list[Frame]:
+    """The scenario's 4 cards, repeated or cut to ``cards`` cards."""
+    out = []
+    for frame in frames:
+        base = frame.cards
+        wide = [
+            base[i % len(base)].model_copy(update={"index": i}) for i in range(cards)
+        ]
+        out.append(frame.model_copy(update={"cards": wide}))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--polls", type=int, default=300)
+    parser.add_argument("--cards", type=int, nargs="+", default=[1, 4, 8])
+    args = parser.parse_args()
+    scenario = SCENARIOS["imbalanced_4_cards"]
+    base = scenario.frames(args.polls)
+    print(f"{'cards':>5}  {'push mean':>10}  {'push median':>11}  {'push max':>9}  "
+          f"{'judge(30)':>9}  {'CPU at 1 Hz':>11}")
+    for cards in args.cards:
+        frames = widen(base, cards)
+        tracker = VerdictTracker()
+        costs = []
+        for frame in frames:
+            start = time.process_time()
+            tracker.push(frame)
+            costs.append(time.process_time() - start)
+        steady = costs[30:] or costs
+        start = time.process_time()
+        for _ in range(20):
+            judge(frames[:30])
+        one_judge = (time.process_time() - start) / 20
+        print(
+            f"{cards:>5}  {mean(steady) * 1e3:>8.2f}ms  {median(steady) * 1e3:>9.2f}ms  "
+            f"{max(steady) * 1e3:>7.2f}ms  {one_judge * 1e3:>7.2f}ms  "
+            f"{mean(steady) * 100:>10.2f}%"
+        )
+
+
+if __name__ == "__main__":
+    main()

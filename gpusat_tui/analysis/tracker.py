@@ -1,0 +1,211 @@
+"""The badge over time: a bounded rolling window of Frames plus hysteresis on `judge`.
+
+Each push judges two windows:
+
+* the **recent** window (the last ``recent_polls`` polls, 3 by default): quick to see a real
+  change, since `judge` decides on medians and two new polls out of three already read as the
+  new state;
+* the **evidence** window: every poll since the shown verdict was adopted (at most ``window_s``
+  seconds and ``max_frames`` polls): many samples, so its figures and confidence are what the
+  badge shows while the state holds.
+
+A kind (or, within a kind, a cause) changes only when the recent window has said the new
+thing for ``hold_polls`` consecutive polls; with the defaults a step change shows on the third
+poll from it, and an isolated odd poll never flips the badge. Leaving ``unknown`` needs no
+hold: there is nothing to flicker from. Memory is bounded by time and by count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gpusat_tui.analysis.verdict import DEFAULT_THRESHOLDS, JOB_KEY, Thresholds, judge
+from gpusat_tui.analysis.window import card_ids
+from gpusat_tui.model import Assessment, Frame, Verdict
+
+__all__ = ["VerdictTracker"]
+
+
+@dataclass
+class _Shown:
+    """What the badge of one card (or of the job) says, and what would change it."""
+
+    verdict: Verdict
+    #: Absolute poll number of the first frame of this verdict's evidence window.
+    since: int
+    candidate: str | None = None
+    count: int = 0
+    cause_candidate: str | None = None
+    cause_count: int = 0
+
+
+class VerdictTracker:
+    """Feeds Frames one by one; returns the smoothed `Assessment` after each."""
+
+    def __init__(
+        self,
+        window_s: float = 30.0,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        hold_polls: int = 2,
+        *,
+        recent_polls: int = 3,
+        max_frames: int = 600,
+    ) -> None:
+        if not window_s > 0:
+            raise ValueError(f"window_s must be > 0, got {window_s!r}")
+        if hold_polls < 1 or recent_polls < 1:
+            raise ValueError("hold_polls and recent_polls must be at least 1")
+        self.window_s = float(window_s)
+        self.thresholds = thresholds
+        self.hold_polls = hold_polls
+        # The recent window must be able to reach min_samples, or it would only say unknown.
+        self.recent_polls = max(recent_polls, thresholds.min_samples)
+        self.max_frames = max(max_frames, self.recent_polls)
+        # (absolute poll number, time used for the window, frame)
+        self._frames: deque[tuple[int, float, Frame]] = deque(maxlen=self.max_frames)
+        self._count = 0
+        self._shown: dict[str, _Shown] = {}
+        self._assessment = Assessment()
+
+    # --- public -----------------------------------------------------------------------------
+
+    @property
+    def assessment(self) -> Assessment:
+        """The latest smoothed assessment (all unknown before the first push)."""
+        return self._assessment
+
+    @property
+    def window(self) -> Sequence[Frame]:
+        """The frames held now (at most ``window_s`` seconds and ``max_frames`` polls)."""
+        return tuple(frame for _, _, frame in self._frames)
+
+    def reset(self) -> None:
+        """Forget everything (replay seek, or a new session)."""
+        self._frames.clear()
+        self._shown.clear()
+        self._assessment = Assessment()
+
+    def push(self, frame: Frame) -> Assessment:
+        """Add one poll and return the assessment the badge should show now."""
+        t = frame.t if isinstance(frame.t, int | float) and math.isfinite(frame.t) else None
+        if t is None:
+            # A frame without a usable time (a hand-made or corrupt one): it counts as a poll
+            # at the previous time, so the count bound still holds.
+            t = self._frames[-1][1] if self._frames else 0.0
+        elif self._frames and t < self._frames[-1][1]:
+            # Time went backwards: a replay seek. Old evidence describes another moment.
+            self.reset()
+        self._frames.append((self._count, t, frame))
+        self._count += 1
+        horizon = t - self.window_s
+        while self._frames and self._frames[0][1] < horizon:
+            self._frames.popleft()
+
+        frames = [f for _, _, f in self._frames]
+        first = self._frames[0][0]
+        cache: dict[int, Assessment] = {}
+
+        def judged(offset: int) -> Assessment:
+            if offset not in cache:
+                cache[offset] = judge(frames[offset:], self.thresholds)
+            return cache[offset]
+
+        def evidence(since: int) -> Assessment:
+            return judged(max(0, since - first))
+
+        # Each card's recent window reaches back to its last `recent_polls` fresh readings, so
+        # a tool that fails every other poll (stale carried-over cards) does not flip the badge
+        # to unknown; a card with too few fresh readings anywhere is judged (unknown) on the
+        # plain last polls.
+        short = max(0, len(frames) - self.recent_polls)
+        starts = _recent_starts(frames, self.recent_polls, short)
+        cards: dict[str, Verdict] = {}
+        for card_id in card_ids(frames[short:]):
+            offset = starts.get(card_id, short)
+            recent = judged(offset).cards.get(card_id)
+            if recent is not None:
+                cards[card_id] = self._update(card_id, recent, first + offset, evidence)
+        for gone in set(self._shown) - set(cards) - {JOB_KEY}:
+            del self._shown[gone]
+        job_offset = min(starts.values(), default=short)
+        job = self._update(JOB_KEY, judged(job_offset).job, first + job_offset, evidence)
+        self._assessment = Assessment(cards=cards, job=job)
+        return self._assessment
+
+    # --- hysteresis -------------------------------------------------------------------------
+
+    def _update(
+        self,
+        key: str,
+        new: Verdict,
+        recent_start: int,
+        evidence: Callable[[int], Assessment],
+    ) -> Verdict:
+        state = self._shown.get(key)
+        if state is None or (state.verdict.kind == "unknown" and new.kind != "unknown"):
+            self._shown[key] = _Shown(verdict=new, since=recent_start)
+            return new
+        shown = state.verdict
+        if new.kind != shown.kind:
+            state.cause_candidate, state.cause_count = None, 0
+            if state.candidate == new.kind:
+                state.count += 1
+            else:
+                state.candidate, state.count = new.kind, 1
+            if state.count >= self.hold_polls:
+                self._shown[key] = _Shown(verdict=new, since=recent_start)
+                return new
+            return shown
+        state.candidate, state.count = None, 0
+        if new.cause != shown.cause:
+            if state.cause_candidate == new.cause:
+                state.cause_count += 1
+            else:
+                state.cause_candidate, state.cause_count = new.cause, 1
+            if state.cause_count >= self.hold_polls:
+                self._shown[key] = _Shown(verdict=new, since=recent_start)
+                return new
+            return shown
+        state.cause_candidate, state.cause_count = None, 0
+        # Same kind and cause: show the evidence window's figures (more samples) when it
+        # agrees, else the recent window's.
+        long = _pick(evidence(state.since), key)
+        agrees = long is not None and (long.kind, long.cause) == (shown.kind, shown.cause)
+        state.verdict = long if agrees else new
+        return state.verdict
+
+
+def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str, int]:
+    """Per card: the offset from which the frames hold ``wanted`` fresh readings of it, for
+    cards that have that many in the window (never later than ``short``). A card none of whose
+    last ``wanted`` polls is fresh gets no entry: its tool is failing, so it reads unknown
+    rather than showing figures that only grow older."""
+    counts: dict[str, int] = {}
+    starts: dict[str, int] = {}
+    for offset in range(len(frames) - 1, -1, -1):
+        if offset == short - 1:
+            # Past the plain recent polls: only cards with a fresh reading there go further.
+            counts = {cid: n for cid, n in counts.items() if n > 0}
+        for card in getattr(frames[offset], "cards", None) or ():
+            try:
+                cid = card.id
+            except Exception:  # a constructed object without vendor/index
+                continue
+            if cid in starts:
+                continue
+            if offset < short and cid not in counts:
+                continue
+            if getattr(card, "stale_s", None) is not None:
+                counts.setdefault(cid, 0)
+                continue
+            counts[cid] = counts.get(cid, 0) + 1
+            if counts[cid] >= wanted:
+                starts[cid] = min(offset, short)
+    return starts
+
+
+def _pick(assessment: Assessment, key: str) -> Verdict | None:
+    return assessment.job if key == JOB_KEY else assessment.cards.get(key)

@@ -1,0 +1,896 @@
+"""The verdict engine: is each card saturated, and if not, why? Pure; no Textual, no I/O.
+
+``judge(window)`` looks at a window of Frames and returns one `Verdict` per card plus one for
+the job. It has no memory and no hysteresis (see `tracker.VerdictTracker` for that), so ``check``
+and ``report`` can call it on any stretch of a run.
+
+How a card is judged, in order (each step quotes the figures that decided it in ``why``):
+
+1. ``unknown``: fewer than ``min_samples`` fresh readings (stale carried-over readings are not
+   evidence), or no utilisation figure at all.
+2. ``idle``: no VRAM held and no utilisation, or no VRAM held and power near the floor even if
+   the utilisation figure says busy (AMD/Iluvatar can read 100 % on an idle card).
+3. ``fragmenting`` (a heuristic): VRAM nearly full, utilisation near 0 and used memory moving
+   up and down: the allocator is churning, the card is not computing.
+4. ``saturated``: utilisation (median) at or above the busy line, and power near its cap where
+   the tool gives both. Between the "low" and "saturated" power lines it is still called
+   saturated, with the caveat in ``why``; on a tool without power it is judged on utilisation
+   alone, also said in ``why``. Utilisation is a duty cycle (any running kernel counts), so
+   power against cap is the better signal where it exists.
+5. ``starving``: anything else that holds VRAM. The ``cause`` comes from the host evidence:
+   ``input-bound`` (DataLoader workers pegged), ``io-bound`` (workers in disk-sleep, or host
+   iowait high), ``host-bound`` (the trainer pegged while workers are not),
+   ``light-kernels`` (utilisation steadily high but power low, with no host bottleneck: small
+   kernels keep the duty cycle up without doing much work), or ``unknown``.
+
+Medians, not means, decide: one dip or one spike in a short window does not change a verdict,
+and a window that is two thirds new evidence already reads as the new state (this is what lets
+the tracker react within three polls).
+
+Processes are tied to cards through ``ProcessSample.card_ids`` (a worker inherits its trainer's
+cards). When no process in the window has any ``card_ids``, every process is assumed to serve
+every card: the common single-job machine. Two unrelated jobs on one machine without card ids
+would then share their host evidence; the ``why`` lines show the figures used so this is visible.
+
+The job verdict is ``imbalanced`` when cards of one job (cards sharing a trainer; or, when every
+trainer drives one card as in DDP, all cards that hold memory) have one lagging far behind the
+others; otherwise it summarises the cards.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+
+from gpusat_tui.analysis.window import (
+    Stats,
+    card_ids,
+    card_readings,
+    interval_s,
+    num,
+    reversals,
+    stats,
+)
+from gpusat_tui.model import UTIL_LABELS, Assessment, Frame, ProcessSample, Verdict
+
+__all__ = [
+    "ALLOC_CONF_VARS",
+    "DEFAULT_THRESHOLDS",
+    "STARVING_CAUSES",
+    "Thresholds",
+    "judge",
+]
+
+#: Causes a ``starving`` verdict can carry.
+STARVING_CAUSES: tuple[str, ...] = (
+    "input-bound", "io-bound", "host-bound", "light-kernels", "unknown"
+)
+
+#: The PyTorch caching-allocator variable of each vendor's PyTorch build.
+ALLOC_CONF_VARS: dict[str, str] = {
+    "nvidia": "PYTORCH_CUDA_ALLOC_CONF",
+    "amd": "PYTORCH_HIP_ALLOC_CONF",
+    "hygon": "PYTORCH_HIP_ALLOC_CONF",
+    "ascend": "PYTORCH_NPU_ALLOC_CONF",
+    "cambricon": "PYTORCH_MLU_ALLOC_CONF",
+    "mthreads": "PYTORCH_MUSA_ALLOC_CONF",
+}
+
+
+def _default_vendor_overrides() -> dict[str, dict[str, float]]:
+    # Ascend's AICore % measures the cube units only (vector work runs on AIVector), so a busy
+    # training step rarely reads above the 70s; and an idle 910 already shows ~3 GiB of its
+    # 64 GiB HBM in use (firmware), hence a higher "holds memory" line.
+    # NVIDIA GPU-Util, AMD GPU%, Hygon HCU% and Cambricon MLU util are all duty cycles (share of
+    # time any kernel ran): the defaults, with power against cap as the deciding signal.
+    return {"ascend": {"busy_util_pct": 70.0, "held_vram_pct": 10.0}}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every line the verdict engine draws, in one place. Percent figures are 0-100."""
+
+    #: Fresh readings of a card needed before anything but ``unknown`` is said.
+    min_samples: int = 3
+    #: Utilisation median at or above this is "busy".
+    busy_util_pct: float = 80.0
+    #: Power/cap median at or above this is what full compute draws.
+    saturated_power_frac: float = 0.70
+    #: Below this, busy utilisation is not believed to be saturation.
+    low_power_frac: float = 0.50
+    #: Utilisation at or below this is "no utilisation".
+    idle_util_pct: float = 5.0
+    #: Power/cap below this on a card holding no memory is idle whatever utilisation says.
+    idle_power_frac: float = 0.25
+    #: A card "holds VRAM" at or above this percentage (or this many MiB when no % is known).
+    held_vram_pct: float = 5.0
+    held_vram_mib: float = 1024.0
+    #: Utilisation max - min at or above this is "swinging".
+    swing_util_pct: float = 40.0
+    #: VRAM max - min (percent of total) below this is "steady".
+    steady_vram_pct: float = 5.0
+    #: Fragmenting: VRAM at or above this, utilisation at or below ``fragment_util_pct``, and
+    #: used memory moving by at least ``fragment_swing_pct`` of the total.
+    fragment_vram_pct: float = 90.0
+    fragment_util_pct: float = 10.0
+    fragment_swing_pct: float = 2.0
+    #: A DataLoader worker at or above this % of one core is pegged.
+    worker_pegged_pct: float = 85.0
+    #: The trainer at or above this % of one core is pegged.
+    trainer_pegged_pct: float = 90.0
+    #: The pin-memory thread at or above this % is pegged.
+    pin_pegged_pct: float = 90.0
+    #: Host iowait at or above this is I/O-bound.
+    iowait_high_pct: float = 20.0
+    #: Share of worker/trainer samples in disk-sleep (D) at or above this is I/O-bound.
+    dstate_frac: float = 0.30
+    #: Host CPU at or above this leaves no room for more workers.
+    host_busy_pct: float = 85.0
+    #: Imbalanced: a card whose utilisation is at most ``imbalance_ratio`` of the leader's
+    #: and at least ``imbalance_gap_pct`` points below it.
+    imbalance_gap_pct: float = 35.0
+    imbalance_ratio: float = 0.60
+    #: Per-vendor replacements of the fields above, where the vendor's figures mean something
+    #: else (see `_default_vendor_overrides`).
+    vendor_overrides: Mapping[str, Mapping[str, float]] = field(
+        default_factory=_default_vendor_overrides, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        names = {f.name for f in fields(self)} - {"vendor_overrides"}
+        for vendor, overrides in self.vendor_overrides.items():
+            unknown = set(overrides) - names
+            if unknown:
+                raise ValueError(f"unknown threshold(s) for {vendor}: {', '.join(sorted(unknown))}")
+        if self.min_samples < 1:
+            raise ValueError("min_samples must be at least 1")
+
+    def for_vendor(self, vendor: str | None) -> Thresholds:
+        """These thresholds with the vendor's overrides applied (itself when there are none)."""
+        overrides = self.vendor_overrides.get(vendor or "")
+        if not overrides:
+            return self
+        return replace(self, **dict(overrides))
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+JOB_KEY = "job"
+
+
+def _util_nature(vendor: str) -> str:
+    """What the vendor's utilisation figure measures, for ``why`` lines."""
+    if vendor == "ascend":
+        return "the share of time the AI (cube) cores were busy, vector work not counted"
+    return "a duty cycle (the share of time any kernel ran: one small kernel counts as busy)"
+
+
+# --- formatting --------------------------------------------------------------------------------
+
+
+def _p(value: float) -> str:
+    return f"{value:.0f} %"
+
+
+def _gib(mib: float) -> str:
+    return f"{mib / 1024:.1f} GiB"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- host evidence -----------------------------------------------------------------------------
+
+
+def _processes(frame: Frame) -> list[ProcessSample]:
+    procs = getattr(frame, "processes", None)
+    return list(procs) if isinstance(procs, list | tuple) else []
+
+
+def _card_ids_of(proc: ProcessSample) -> list[str]:
+    ids = getattr(proc, "card_ids", None)
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list | tuple) else []
+
+
+class _ProcessTie:
+    """Which processes count as evidence for which card (see the module docstring)."""
+
+    def __init__(self, frames: Sequence[Frame]) -> None:
+        self.trainer_cards: dict[int, set[str]] = {}
+        self.any_card_ids = False
+        for frame in frames:
+            for proc in _processes(frame):
+                ids = _card_ids_of(proc)
+                if ids:
+                    self.any_card_ids = True
+                if getattr(proc, "role", None) == "trainer" and ids:
+                    self.trainer_cards.setdefault(getattr(proc, "pid", -1), set()).update(ids)
+
+    def tied(self, proc: ProcessSample, card_id: str) -> bool:
+        if not self.any_card_ids:
+            return True
+        if card_id in _card_ids_of(proc):
+            return True
+        if getattr(proc, "role", None) == "dataloader_worker":
+            return card_id in self.trainer_cards.get(getattr(proc, "trainer_pid", None), ())
+        return False
+
+    def groups(self, active: Iterable[str]) -> tuple[list[list[str]], str]:
+        """Cards that belong to one job, and how that was decided."""
+        active = list(active)
+        parent = {c: c for c in active}
+
+        def find(c: str) -> str:
+            while parent[c] != c:
+                c = parent[c]
+            return c
+
+        shared = False
+        for cards in self.trainer_cards.values():
+            members = [c for c in cards if c in parent]
+            for other in members[1:]:
+                parent[find(other)] = find(members[0])
+                shared = True
+        if not shared:
+            return [active], "all cards holding memory are taken as one job"
+        groups: dict[str, list[str]] = {}
+        for c in active:
+            groups.setdefault(find(c), []).append(c)
+        return list(groups.values()), "cards grouped by the trainer process that drives them"
+
+
+@dataclass
+class _HostEvidence:
+    """Host figures tied to one card, summarised over the window (medians across polls)."""
+
+    n_process_samples: int = 0
+    trainer_cpu: float | None = None
+    pin_cpu: float | None = None
+    n_workers: int = 0
+    worker_cpu: float | None = None
+    worker_sum: float | None = None
+    dstate_frac: float | None = None
+    iowait: float | None = None
+    host_cpu: float | None = None
+    cpu_count: int | None = None
+    foreign_processes: bool = False
+
+    @property
+    def has_processes(self) -> bool:
+        return self.n_process_samples > 0
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _host_evidence(frames: Sequence[Frame], card_id: str, tie: _ProcessTie) -> _HostEvidence:
+    ev = _HostEvidence()
+    trainer_cpus: list[float] = []
+    pin_cpus: list[float] = []
+    worker_counts: list[int] = []
+    worker_meds: list[float] = []
+    worker_sums: list[float] = []
+    d_states = 0
+    states = 0
+    iowaits: list[float] = []
+    host_cpus: list[float] = []
+    for frame in frames:
+        procs = _processes(frame)
+        tied = [p for p in procs if tie.tied(p, card_id)]
+        if procs and not tied:
+            ev.foreign_processes = True
+        ev.n_process_samples += len(tied)
+        trainers = [p for p in tied if getattr(p, "role", None) == "trainer"]
+        workers = [p for p in tied if getattr(p, "role", None) == "dataloader_worker"]
+        t_cpu = [c for c in (num(getattr(p, "cpu_pct", None)) for p in trainers) if c is not None]
+        if t_cpu:
+            trainer_cpus.append(max(t_cpu))
+        pins = [
+            c for c in (num(getattr(p, "pin_cpu_pct", None)) for p in trainers) if c is not None
+        ]
+        if pins:
+            pin_cpus.append(max(pins))
+        w_cpu = [c for c in (num(getattr(p, "cpu_pct", None)) for p in workers) if c is not None]
+        if workers:
+            worker_counts.append(len(workers))
+        if w_cpu:
+            worker_meds.append(statistics.median(w_cpu))
+            worker_sums.append(sum(w_cpu))
+        for proc in tied:
+            state = getattr(proc, "state", None)
+            if isinstance(state, str):
+                states += 1
+                d_states += state == "disk-sleep"
+        host = getattr(frame, "host", None)
+        if host is not None:
+            iowait = num(getattr(host, "iowait_pct", None))
+            if iowait is not None:
+                iowaits.append(iowait)
+            cpu = num(getattr(host, "cpu_pct", None))
+            if cpu is not None:
+                host_cpus.append(cpu)
+            count = getattr(host, "cpu_count", None)
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                ev.cpu_count = count
+    ev.trainer_cpu = _median(trainer_cpus)
+    ev.pin_cpu = _median(pin_cpus)
+    ev.n_workers = round(statistics.median(worker_counts)) if worker_counts else 0
+    ev.worker_cpu = _median(worker_meds)
+    ev.worker_sum = _median(worker_sums)
+    ev.dstate_frac = d_states / states if states else None
+    ev.iowait = _median(iowaits)
+    ev.host_cpu = _median(host_cpus)
+    return ev
+
+
+def _worker_line(ev: _HostEvidence) -> str:
+    if not ev.n_workers:
+        return "no DataLoader workers seen"
+    if ev.worker_cpu is None:
+        return f"{_plural(ev.n_workers, 'worker')}, CPU not readable"
+    return (
+        f"{_plural(ev.n_workers, 'worker')} at {_p(ev.worker_cpu)} CPU each "
+        f"({_p(ev.worker_sum or 0.0)} together)"
+    )
+
+
+def _host_line(ev: _HostEvidence) -> str | None:
+    parts = []
+    if ev.cpu_count:
+        parts.append(f"{ev.cpu_count} cores")
+    if ev.host_cpu is not None:
+        parts.append(f"host CPU {_p(ev.host_cpu)}")
+    if ev.iowait is not None:
+        parts.append(f"iowait {_p(ev.iowait)}")
+    return ", ".join(parts) if parts else None
+
+
+def _starving_cause(
+    ev: _HostEvidence, th: Thresholds, *, light: bool, label: str
+) -> tuple[str, list[str], list[str], float]:
+    """(cause, why, advice, confidence) for a starving card, from the host evidence."""
+    why: list[str] = []
+    host = _host_line(ev)
+    pegged_workers = ev.n_workers > 0 and (
+        (ev.worker_cpu is not None and ev.worker_cpu >= th.worker_pegged_pct)
+        or (
+            ev.worker_sum is not None
+            and ev.worker_sum >= th.worker_pegged_pct * ev.n_workers
+        )
+    )
+    io = (ev.dstate_frac is not None and ev.dstate_frac >= th.dstate_frac) or (
+        ev.iowait is not None and ev.iowait >= th.iowait_high_pct
+    )
+    trainer_pegged = ev.trainer_cpu is not None and ev.trainer_cpu >= th.trainer_pegged_pct
+
+    if pegged_workers:
+        why.append(f"{_worker_line(ev)}: the input pipeline is CPU-bound")
+        if host:
+            why.append(host)
+        advice: list[str] = []
+        if ev.cpu_count:
+            busy = ev.n_workers + 1
+            free = ev.cpu_count - busy
+            host_busy = ev.host_cpu is not None and ev.host_cpu >= th.host_busy_pct
+            if free >= 2 and not host_busy:
+                target = min(ev.cpu_count - 1, ev.n_workers * 2)
+                advice.append(
+                    f"Raise DataLoader num_workers from {ev.n_workers} towards {target}: "
+                    f"{ev.cpu_count} cores, about {free} not used by this job"
+                    + (f" (host CPU {_p(ev.host_cpu)})" if ev.host_cpu is not None else "")
+                )
+            else:
+                advice.append(
+                    f"All {ev.cpu_count} cores are busy"
+                    + (f" (host CPU {_p(ev.host_cpu)})" if ev.host_cpu is not None else "")
+                    + ": more workers will not help; make each sample cheaper"
+                )
+        else:
+            advice.append("Add DataLoader workers if the machine has idle cores")
+        advice += [
+            "Cache or pre-decode the dataset (decoded tensors, shards) so workers stop "
+            "decoding and resizing every epoch",
+            "Lighten the CPU augmentation, or move it to the accelerator",
+            "DataLoader(persistent_workers=True, pin_memory=True, prefetch_factor=4) keeps "
+            "workers alive between epochs and copies overlapping compute",
+        ]
+        return "input-bound", why, advice, 0.85
+
+    if io:
+        if ev.dstate_frac is not None and ev.dstate_frac >= th.dstate_frac:
+            why.append(
+                f"processes waiting on disk (D state) in {_p(100 * ev.dstate_frac)} of samples"
+            )
+        if ev.iowait is not None:
+            why.append(f"host iowait {_p(ev.iowait)}")
+        if ev.n_workers:
+            why.append(_worker_line(ev))
+        advice = [
+            "Reads wait on storage: copy the dataset to local NVMe or /dev/shm, or cache it "
+            "after the first epoch",
+            "Pack many small files into large sequential shards (tar/WebDataset, LMDB)",
+            "Keep more reads in flight: more workers and a larger prefetch_factor",
+        ]
+        return "io-bound", why, advice, 0.8
+
+    if trainer_pegged:
+        why.append(
+            f"trainer at {_p(ev.trainer_cpu or 0.0)} CPU (pegged) while {_worker_line(ev)}"
+        )
+        if ev.pin_cpu is not None and ev.pin_cpu >= th.pin_pegged_pct:
+            why.append(f"its pin-memory thread at {_p(ev.pin_cpu)} CPU")
+        advice = [
+            "The training loop's own Python work is the bottleneck: look for .item(), .cpu(), "
+            "tensor printing or torch.cuda.synchronize() in every step (each forces a sync)",
+            "Log and compute metrics every N steps, not every step",
+            "Launch fewer, bigger kernels: larger batch, AMP/bf16, torch.compile or CUDA graphs",
+        ]
+        if not ev.n_workers:
+            advice.insert(
+                0,
+                "No DataLoader workers seen: with num_workers=0 the data loading runs in this "
+                "thread; set num_workers > 0",
+            )
+        return "host-bound", why, advice, 0.8
+
+    if light:
+        why.append(
+            f"no host bottleneck seen ({_worker_line(ev)}"
+            + (f", trainer at {_p(ev.trainer_cpu)} CPU" if ev.trainer_cpu is not None else "")
+            + ")"
+            if ev.has_processes
+            else "no process figures to check the host side"
+        )
+        advice = [
+            f"{label} counts any running kernel: the card runs many small kernels. Give each "
+            "more work: larger batch, AMP/bf16, fused ops, torch.compile or CUDA graphs",
+            "If nothing should be running, trust power: some tools read busy on an idle card",
+        ]
+        if not ev.has_processes:
+            advice.append("Run with --pid <trainer PID> to add the host side to the verdict")
+        return "light-kernels", why, advice, 0.6
+
+    if not ev.has_processes:
+        if ev.foreign_processes:
+            why.append("processes were seen, but none is tied to this card")
+        else:
+            why.append("no process figures: cannot tell input-, I/O- or host-bound apart")
+        if host:
+            why.append(host)
+        advice = [
+            "Run with --pid <trainer PID> so the trainer and its DataLoader workers are "
+            "watched: their CPU tells input-, I/O- and host-bound apart"
+        ]
+        return "unknown", why, advice, 0.5
+
+    parts = [_worker_line(ev)]
+    if ev.trainer_cpu is not None:
+        parts.append(f"trainer at {_p(ev.trainer_cpu)} CPU")
+    if host:
+        parts.append(host)
+    why.append("no host bottleneck in the figures: " + ", ".join(parts))
+    advice = [
+        "Profile a few steps (torch.profiler) to see what the step waits on: "
+        "communication, synchronisation, a lock, or another process",
+    ]
+    return "unknown", why, advice, 0.5
+
+
+# --- one card ------------------------------------------------------------------------------
+
+
+@dataclass
+class _CardFigures:
+    """A card's figures over the window, and the sentences that quote them."""
+
+    card_id: str
+    vendor: str
+    label: str
+    n: int
+    util: Stats
+    mem_pct: Stats | None
+    mem_used: Stats | None
+    mem_total: float | None
+    power: Stats | None
+    cap: float | None
+    pfrac: Stats | None
+    mem_reversals: int
+
+    def util_line(self, th: Thresholds) -> str:
+        u = self.util
+        shape = ""
+        if u.span >= th.swing_util_pct:
+            shape = f" swinging {u.min:.0f}–{u.max:.0f} %"
+        elif u.span >= 1:
+            shape = f" (range {u.min:.0f}–{u.max:.0f} %)"
+        elif u.n > 1:
+            shape = ", steady"
+        return f"{self.label} median {_p(u.median)}, mean {_p(u.mean)}{shape} over {u.n} samples"
+
+    def power_line(self) -> str:
+        if self.pfrac is not None and self.cap:
+            return (
+                f"power {_p(100 * self.pfrac.median)} of {self.cap:.0f} W cap"
+                + (f" ({self.power.median:.0f} W)" if self.power is not None else "")
+            )
+        if self.power is not None:
+            return f"power {self.power.median:.0f} W (no cap reported)"
+        return "no power figure"
+
+    def vram_line(self, th: Thresholds) -> str | None:
+        m = self.mem_pct
+        if m is None:
+            if self.mem_used is not None:
+                return f"VRAM {_gib(self.mem_used.median)} used (no total reported)"
+            return None
+        size = ""
+        if self.mem_used is not None and self.mem_total:
+            size = f" ({_gib(self.mem_used.median)} of {_gib(self.mem_total)})"
+        shape = (
+            ", steady"
+            if m.span < th.steady_vram_pct
+            else f", moving {m.min:.0f}–{m.max:.0f} %"
+        )
+        return f"VRAM {_p(m.median)} used{size}{shape}"
+
+    def held(self, th: Thresholds) -> bool | None:
+        if self.mem_pct is not None:
+            return self.mem_pct.median >= th.held_vram_pct
+        if self.mem_used is not None:
+            return self.mem_used.median >= th.held_vram_mib
+        return None
+
+
+def _confidence(base: float, n: int) -> float:
+    """Less data, less confidence: full confidence from 10 samples."""
+    return round(max(0.0, min(1.0, base * min(1.0, 0.5 + n / 20))), 2)
+
+
+def _verdict(kind: str, cause: str | None, why: list[str], advice: list[str], conf: float,
+             n: int) -> Verdict:
+    return Verdict(
+        kind=kind,  # type: ignore[arg-type]
+        cause=cause,
+        why=[w for w in why if w],
+        advice=advice,
+        confidence=_confidence(conf, n),
+    )
+
+
+def _unknown(why: list[str], advice: list[str]) -> Verdict:
+    return Verdict(kind="unknown", why=why, advice=advice, confidence=0.0)
+
+
+def _pct_or_none(value: object) -> float | None:
+    """A percentage, or None: a figure far above 100 is a misread, not a utilisation."""
+    figure = num(value)
+    return None if figure is None or figure > 100.5 else min(figure, 100.0)
+
+
+def _mem_pct(card: object) -> float | None:
+    """VRAM % as given, or from used/total (objects built without validation lack it)."""
+    given = _pct_or_none(getattr(card, "mem_pct", None))
+    if given is not None:
+        return given
+    used = num(getattr(card, "mem_used_mib", None))
+    total = num(getattr(card, "mem_total_mib", None))
+    return _pct_or_none(100.0 * used / total) if used is not None and total else None
+
+
+def _judge_card(
+    frames: Sequence[Frame], card_id: str, thresholds: Thresholds, tie: _ProcessTie
+) -> tuple[Verdict, _CardFigures | None]:
+    everything = card_readings(frames, card_id, fresh_only=False)
+    fresh = [c for c in everything if getattr(c, "stale_s", None) is None]
+    vendor = str(getattr(everything[-1], "vendor", "")) if everything else ""
+    th = thresholds.for_vendor(vendor)
+    label = UTIL_LABELS.get(vendor, "util")
+    n = len(fresh)
+    if n < th.min_samples:
+        why = [f"{_plural(n, 'fresh sample')} of {card_id}; need at least {th.min_samples}"]
+        step = interval_s(frames)
+        if step:
+            why[0] += f" (about {th.min_samples * step:.0f} s at this poll interval)"
+        stale = [
+            num(getattr(c, "stale_s", None))
+            for c in everything
+            if getattr(c, "stale_s", None) is not None
+        ]
+        if stale:
+            oldest = max((s for s in stale if s is not None), default=None)
+            why.append(
+                f"{_plural(len(stale), 'reading')} carried over from failed polls"
+                + (f" (up to {oldest:.0f} s old)" if oldest is not None else "")
+                + " are not counted"
+            )
+        advice = [f"Wait for {_plural(th.min_samples - n, 'more poll')}"]
+        if stale:
+            advice.append("The tool is failing: see the errors in the status line")
+        return _unknown(why, advice), None
+
+    util = stats(_pct_or_none(getattr(c, "util_pct", None)) for c in fresh)
+    if util is None or util.n < th.min_samples:
+        got = util.n if util else 0
+        why = [
+            f"{label} given in {got} of {n} fresh samples of {card_id}; "
+            f"need at least {th.min_samples}"
+        ]
+        return _unknown(why, ["Check the tool errors; another tool may report it (--tool)"]), None
+
+    def _frac(c: object) -> float | None:
+        power = num(getattr(c, "power_w", None))
+        cap = num(getattr(c, "power_cap_w", None))
+        return power / cap if power is not None and cap else None
+
+    mem_pct = stats(_mem_pct(c) for c in fresh)
+    mem_total = stats(getattr(c, "mem_total_mib", None) for c in fresh)
+    cap = stats(getattr(c, "power_cap_w", None) for c in fresh)
+    figs = _CardFigures(
+        card_id=card_id,
+        vendor=vendor,
+        label=label,
+        n=n,
+        util=util,
+        mem_pct=mem_pct,
+        mem_used=stats(getattr(c, "mem_used_mib", None) for c in fresh),
+        mem_total=mem_total.median if mem_total else None,
+        power=stats(getattr(c, "power_w", None) for c in fresh),
+        cap=cap.median if cap and cap.median > 0 else None,
+        pfrac=stats(_frac(c) for c in fresh),
+        mem_reversals=reversals((_mem_pct(c) for c in fresh), 0.5),
+    )
+    return _decide(figs, th, _host_evidence(frames, card_id, tie)), figs
+
+
+def _decide(f: _CardFigures, th: Thresholds, ev: _HostEvidence) -> Verdict:
+    u = f.util
+    held = f.held(th)
+    pfrac = f.pfrac.median if f.pfrac is not None else None
+    util_line = f.util_line(th)
+    power_line = f.power_line()
+    vram_line = f.vram_line(th)
+
+    # 1. idle
+    near_floor = pfrac is not None and pfrac < th.idle_power_frac
+    if held is False and (u.median <= th.idle_util_pct or near_floor):
+        why = [vram_line or "", util_line, power_line]
+        conf = 0.9
+        if u.median > th.idle_util_pct:
+            why.append(
+                f"{f.label} reads busy, but power is at the idle floor and no memory is "
+                f"held: a utilisation reading that power does not back (a known quirk of "
+                f"some tools), not work"
+            )
+            conf = 0.7
+        return _verdict("idle", None, why, ["Nothing runs on this card"], conf, f.n)
+    if held is None and u.median <= th.idle_util_pct and (pfrac is None or near_floor):
+        why = ["VRAM not reported", util_line, power_line]
+        return _verdict("idle", None, why, ["Nothing seems to run on this card"], 0.5, f.n)
+
+    # 2. fragmenting (heuristic)
+    m = f.mem_pct
+    if (
+        m is not None
+        and m.max >= th.fragment_vram_pct
+        and u.median <= th.fragment_util_pct
+        and m.span >= th.fragment_swing_pct
+    ):
+        moved = ""
+        if f.mem_total:
+            moved = f", {_gib(m.span * f.mem_total / 100)} back and forth"
+        why = [
+            f"heuristic: VRAM up to {_p(m.max)} full while {f.label} median is {_p(u.median)}",
+            f"used memory moving {m.min:.0f}–{m.max:.0f} % "
+            f"({_plural(f.mem_reversals, 'change')} of direction{moved}): "
+            "allocator churn (frees and re-allocations), not compute",
+            power_line,
+        ]
+        var = ALLOC_CONF_VARS.get(f.vendor)
+        alloc = (
+            f"Set {var}=expandable_segments:True so freed blocks can be reused"
+            if var
+            else "Enable the vendor PyTorch build's expandable segments (its equivalent of "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"
+        )
+        advice = [
+            alloc,
+            "Free and re-allocate less: pre-allocate buffers, keep tensor shapes static "
+            "(pad or bucket variable lengths), no empty_cache() in the loop",
+            "A smaller batch leaves the allocator headroom",
+            "Confirm with torch.cuda.memory_stats(): a growing num_alloc_retries means the "
+            "allocator keeps flushing its cache to find room",
+        ]
+        return _verdict("fragmenting", None, why, advice, 0.5, f.n)
+
+    # 3. saturated
+    vram_note = vram_line
+    busy = u.median >= th.busy_util_pct
+    light = False
+    saturated_advice = [
+        "The card is the bottleneck: gains now come from the model side (AMP/bf16, "
+        "torch.compile, fused optimizers, a larger batch if memory allows)"
+    ]
+    if busy:
+        if pfrac is None:
+            why = [
+                util_line,
+                f"{power_line}: judged on {f.label} alone, {_util_nature(f.vendor)}, so this "
+                "may overstate the work done",
+                vram_note or "",
+            ]
+            return _verdict("saturated", None, why, saturated_advice, 0.55, f.n)
+        if pfrac >= th.saturated_power_frac:
+            return _verdict(
+                "saturated", None, [util_line, power_line, vram_note or ""], saturated_advice,
+                0.9, f.n,
+            )
+        if pfrac >= th.low_power_frac:
+            why = [
+                util_line,
+                f"{power_line}: below the {_p(100 * th.saturated_power_frac)} full compute "
+                "usually draws, so the kernels are light or memory-bound; counted as saturated "
+                "with that caveat",
+                vram_note or "",
+            ]
+            advice = [
+                "Busy but not drawing full power: more work per kernel (larger batch, "
+                "AMP/bf16, torch.compile, fused ops) can still speed it up"
+            ]
+            return _verdict("saturated", None, why, advice, 0.5, f.n)
+        light = u.span < th.swing_util_pct
+    elif (
+        pfrac is not None
+        and pfrac >= th.saturated_power_frac
+        and u.median >= th.busy_util_pct - th.swing_util_pct
+    ):
+        why = [
+            util_line,
+            f"{power_line}: {f.label} is under {_p(th.busy_util_pct)}, but the power draw says "
+            "the card is working hard",
+            vram_note or "",
+        ]
+        return _verdict("saturated", None, why, saturated_advice, 0.6, f.n)
+
+    # 4. starving
+    why = [util_line]
+    if busy:
+        why.append(
+            f"{f.label} reads {_p(u.median)} while power is only {_p(100 * (pfrac or 0.0))} of "
+            f"the {f.cap or 0:.0f} W cap: {f.label} is {_util_nature(f.vendor)}, so this is "
+            "not saturation"
+        )
+    else:
+        far = pfrac is not None and pfrac < th.saturated_power_frac
+        why.append(power_line + (", far below it" if far else ""))
+    if held is False and f.mem_pct is not None:
+        why.append(f"holds only {_p(f.mem_pct.median)} of its VRAM")
+    elif vram_line:
+        why.append(vram_line)
+    cause, cwhy, cadvice, conf = _starving_cause(ev, th, light=light, label=f.label)
+    return _verdict("starving", cause, why + cwhy, cadvice, conf, f.n)
+
+
+# --- the job -------------------------------------------------------------------------------
+
+_SEVERITY = ("imbalanced", "starving", "fragmenting", "saturated", "idle", "unknown")
+
+
+def _judge_job(
+    verdicts: dict[str, Verdict],
+    figures: dict[str, _CardFigures],
+    tie: _ProcessTie,
+    thresholds: Thresholds,
+) -> tuple[Verdict, dict[str, Verdict]]:
+    """The job verdict, and the card verdicts with a line added to any lagging card."""
+    if not verdicts:
+        return _unknown(
+            ["no card in the window"],
+            ["No accelerator tool answered: see the status line for what was searched"],
+        ), verdicts
+    if len(verdicts) == 1:
+        return next(iter(verdicts.values())), verdicts
+
+    active = [c for c, v in verdicts.items() if v.kind not in ("idle", "unknown") and c in figures]
+    groups, basis = tie.groups(active)
+    for group in groups:
+        if len(group) < 2:
+            continue
+        centers = {c: figures[c].util.median for c in group}
+        leader = max(centers.values())
+        laggards = [
+            c
+            for c in group
+            if centers[c] <= thresholds.imbalance_ratio * leader
+            and leader - centers[c] >= thresholds.imbalance_gap_pct
+        ]
+        if not laggards or len(laggards) == len(group):
+            continue
+        others = [c for c in group if c not in laggards]
+        other_med = statistics.median(centers[c] for c in others)
+        label = figures[group[0]].label
+        lag_txt = ", ".join(f"{c} at {_p(centers[c])}" for c in laggards)
+        why = [
+            f"{lag_txt} while {', '.join(others)} run at {_p(other_med)} "
+            f"({label} medians): the cards of one job are uneven, and every step waits for "
+            "the slowest",
+            f"{basis}",
+        ]
+        pf = {c: figures[c].pfrac.median for c in group if figures[c].pfrac is not None}
+        if len(pf) == len(group):
+            why.append(
+                "power: " + ", ".join(f"{c} {_p(100 * pf[c])} of cap" for c in group)
+            )
+        advice = [
+            "Look at what differs on the lagging rank: its DataLoader workers, its data "
+            "shard (equal sample counts but unequal sample sizes; bucket by length)",
+            "Check the lagging card for throttling (clocks, temperature, power cap) in the "
+            "vendor tool",
+            "Communication: a slow link or a rank across sockets stalls every all-reduce; "
+            "the collective library's debug log (NCCL_DEBUG=INFO or the vendor's) shows it",
+            "With pipeline or model parallelism, rebalance the layers between stages",
+        ]
+        conf = min(verdicts[c].confidence for c in group) or 0.5
+        updated = dict(verdicts)
+        for c in laggards:
+            v = updated[c]
+            updated[c] = v.model_copy(
+                update={"why": [*v.why, f"lags the job: {_p(centers[c])} vs {_p(other_med)} "
+                                         f"on {', '.join(others)}"]}
+            )
+        job = Verdict(
+            kind="imbalanced", cause="straggler", why=why, advice=advice,
+            confidence=round(max(0.3, min(0.9, conf)), 2),
+        )
+        return job, updated
+
+    known = {c: v for c, v in verdicts.items() if v.kind != "unknown"}
+    if not known:
+        first = next(iter(verdicts.values()))
+        return _unknown(
+            [f"no card has enough data yet ({len(verdicts)} cards)", *first.why[:1]],
+            list(first.advice),
+        ), verdicts
+    by_kind = Counter(v.kind for v in known.values())
+    busy_kinds = [k for k in by_kind if k != "idle"]
+    kind = min(busy_kinds or ["idle"], key=_SEVERITY.index)
+    chosen = [v for v in known.values() if v.kind == kind]
+    causes = Counter(v.cause for v in chosen)
+    cause = causes.most_common(1)[0][0] if chosen else None
+    why = []
+    for k in sorted(by_kind, key=_SEVERITY.index):
+        ids = [c for c, v in known.items() if v.kind == k]
+        why.append(f"{len(ids)} of {len(verdicts)} cards {k}: {', '.join(ids)}")
+    missing = len(verdicts) - len(known)
+    if missing:
+        why.append(f"{missing} of {len(verdicts)} cards without enough data")
+    advice: list[str] = []
+    for v in chosen:
+        if v.cause == cause:
+            for line in v.advice:
+                if line not in advice:
+                    advice.append(line)
+    conf = min(v.confidence for v in chosen) if chosen else 0.0
+    return Verdict(kind=kind, cause=cause, why=why, advice=advice, confidence=conf), verdicts
+
+
+# --- entry point -----------------------------------------------------------------------------
+
+
+def judge(window: Sequence[Frame], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Assessment:
+    """Verdicts for every card seen in ``window`` plus one for the job. Pure; never raises on
+    missing, NaN or odd figures: too little data gives ``unknown`` with the reason."""
+    frames = [f for f in (window or ()) if f is not None]
+    tie = _ProcessTie(frames)
+    verdicts: dict[str, Verdict] = {}
+    figures: dict[str, _CardFigures] = {}
+    for cid in card_ids(frames):
+        verdict, figs = _judge_card(frames, cid, thresholds, tie)
+        verdicts[cid] = verdict
+        if figs is not None:
+            figures[cid] = figs
+    job, verdicts = _judge_job(verdicts, figures, tie, thresholds)
+    return Assessment(cards=verdicts, job=job)

@@ -1,0 +1,404 @@
+"""``gpusat-tui check``: poll headless for a while, then say what each card was doing.
+
+Never imports Textual (a test enforces it): this runs on a bare training node, over ssh, in CI.
+The JSON shape is defined by the pydantic models below (`CheckReport`); ``schema_version`` is
+`model.SCHEMA_VERSION`, and a test pins the field names so that a rename cannot slip through.
+`CheckBuilder` folds Frames into a report in constant memory, so ``report`` can reuse it on a
+recording.
+
+Exit status: 0 when it ran (even if a tool failed every poll: ``errors`` says so), 1 when no
+accelerator tool was found (stderr says where it looked), 2 on a usage error (argparse). On
+Ctrl-C (SIGINT) or SIGTERM polling stops, the tool in flight is killed, the report of what was
+gathered so far is printed as usual, and the exit status is 130 (SIGINT) or 143 (SIGTERM), the
+shell convention, so a script can tell an interrupted run from a complete one. ``--record FILE``
+also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be written is a
+usage error (2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from gpusat_tui.analysis.stats import RunningStats
+from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.model import (
+    SCHEMA_VERSION,
+    VENDORS,
+    Assessment,
+    Frame,
+    ProcessRole,
+    Verdict,
+)
+
+__all__ = [
+    "CheckBuilder",
+    "CheckCard",
+    "CheckError",
+    "CheckProcess",
+    "CheckReport",
+    "CheckVerdict",
+    "Stats",
+    "overall_verdict",
+    "render_human",
+    "run_check",
+]
+
+#: Ties between card verdicts go to the more severe (issue 2, part 6).
+SEVERITY: tuple[str, ...] = ("fragmenting", "starving", "saturated", "imbalanced", "unknown")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Stats(_Out):
+    """Statistics of one figure over the good (fresh, non-missing) polls."""
+
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    #: The last good figure, even when later polls failed and the card went stale.
+    last: float | None = None
+
+
+class CheckVerdict(_Out):
+    kind: str = "unknown"
+    cause: str | None = None
+    why: list[str] = []
+    advice: list[str] = []
+
+
+class CheckCard(_Out):
+    id: str
+    vendor: str
+    index: int
+    name: str | None = None
+    util_pct: Stats = Stats()
+    mem_pct: Stats = Stats()
+    mem_used_mib: Stats = Stats()
+    mem_total_mib: float | None = None
+    power_w: Stats = Stats()
+    power_cap_w: float | None = None
+    temp_c: Stats = Stats()
+    verdict: CheckVerdict = CheckVerdict()
+
+
+class CheckProcess(_Out):
+    pid: int
+    role: ProcessRole
+    name: str
+    cpu_pct: Stats = Stats()
+    card_ids: list[str] = []
+
+
+class CheckError(_Out):
+    tool: str
+    message: str
+    count: int
+    #: Addition to issue 2's shape: what kind of failure ("timeout", "exit", "parse"...).
+    kind: str = "other"
+
+
+class CheckReport(_Out):
+    """The one JSON object ``check --json`` prints."""
+
+    schema_version: int = SCHEMA_VERSION
+    duration_s: float
+    samples: int
+    cards: list[CheckCard] = []
+    processes: list[CheckProcess] = []
+    errors: list[CheckError] = []
+    verdict: str = "unknown"
+    #: Addition to issue 2's shape: plain-language notes, each once, in order (a tool that
+    #: turned out to be another vendor's, a card no longer listed, a refused flag...).
+    notes: list[str] = []
+
+
+def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> str:
+    """Top-level verdict: ``imbalanced`` if the job is; else the most frequent non-idle kind
+    (ties to the more severe: fragmenting > starving > saturated); ``idle`` when all idle."""
+    if job_kind == "imbalanced":
+        return "imbalanced"
+    if not card_kinds:
+        return "unknown"
+    busy = Counter(k for k in card_kinds if k != "idle")
+    if not busy:
+        return "idle"
+    rank = {kind: i for i, kind in enumerate(SEVERITY)}
+    return min(busy, key=lambda k: (-busy[k], rank.get(k, len(SEVERITY))))
+
+
+_FIGURES = ("util_pct", "mem_pct", "mem_used_mib", "power_w", "temp_c")
+
+
+@dataclass
+class _CardAcc:
+    vendor: str
+    index: int
+    name: str | None = None
+    stats: dict[str, RunningStats] = field(
+        default_factory=lambda: {f: RunningStats() for f in _FIGURES}
+    )
+    mem_total_mib: float | None = None
+    power_cap_w: float | None = None
+
+
+@dataclass
+class _ProcAcc:
+    pid: int
+    role: ProcessRole
+    name: str
+    cpu: RunningStats = field(default_factory=RunningStats)
+    card_ids: list[str] = field(default_factory=list)
+
+
+class CheckBuilder:
+    """Folds Frames (and the latest verdicts) into a `CheckReport`, in constant memory."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self._cards: dict[str, _CardAcc] = {}
+        self._procs: dict[int, _ProcAcc] = {}
+        self._errors: dict[tuple[str, str], CheckError] = {}
+        self._notes: dict[str, None] = {}
+        self.assessment: Assessment | None = None
+
+    def add(self, frame: Frame, assessment: Assessment | None = None) -> None:
+        self.samples += 1
+        if assessment is not None:
+            self.assessment = assessment
+        for card in frame.cards:
+            acc = self._cards.get(card.id)
+            if acc is None:
+                acc = self._cards[card.id] = _CardAcc(card.vendor, card.index)
+            acc.name = card.name or acc.name
+            if card.stale_s is not None:
+                continue  # carried over from an earlier poll: not a new figure
+            for name in _FIGURES:
+                acc.stats[name].add(getattr(card, name))
+            if card.mem_total_mib is not None:
+                acc.mem_total_mib = card.mem_total_mib
+            if card.power_cap_w is not None:
+                acc.power_cap_w = card.power_cap_w
+        for proc in frame.processes:
+            pacc = self._procs.get(proc.pid)
+            if pacc is None or pacc.role != proc.role:
+                pacc = self._procs[proc.pid] = _ProcAcc(proc.pid, proc.role, proc.name)
+            pacc.name = proc.name
+            pacc.cpu.add(proc.cpu_pct)
+            for card_id in proc.card_ids:
+                if card_id not in pacc.card_ids:
+                    pacc.card_ids.append(card_id)
+        for err in frame.errors:
+            key = (err.tool, err.message)
+            if key in self._errors:
+                self._errors[key].count += 1
+            else:
+                self._errors[key] = CheckError(
+                    tool=err.tool, message=err.message, count=1, kind=err.kind
+                )
+        for note in frame.notes:
+            self._notes.setdefault(note, None)
+
+    def report(self, duration_s: float) -> CheckReport:
+        verdicts = self.assessment.cards if self.assessment else {}
+        order = {v: i for i, v in enumerate(VENDORS)}
+        cards: list[CheckCard] = []
+        for card_id, acc in sorted(
+            self._cards.items(), key=lambda kv: (order.get(kv[1].vendor, 99), kv[1].index)
+        ):
+            verdict = verdicts.get(card_id) or Verdict()
+            cards.append(
+                CheckCard(
+                    id=card_id,
+                    vendor=acc.vendor,
+                    index=acc.index,
+                    name=acc.name,
+                    mem_total_mib=acc.mem_total_mib,
+                    power_cap_w=acc.power_cap_w,
+                    verdict=CheckVerdict(
+                        kind=verdict.kind, cause=verdict.cause,
+                        why=list(verdict.why), advice=list(verdict.advice),
+                    ),
+                    **{name: Stats(**acc.stats[name].as_dict()) for name in _FIGURES},
+                )
+            )
+        processes = [
+            CheckProcess(
+                pid=p.pid, role=p.role, name=p.name,
+                cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
+            )
+            for p in self._procs.values()
+        ]
+        job = self.assessment.job.kind if self.assessment else None
+        return CheckReport(
+            duration_s=round(duration_s, 3),
+            samples=self.samples,
+            cards=cards,
+            processes=processes,
+            errors=[e.model_copy() for e in self._errors.values()],
+            verdict=overall_verdict([c.verdict.kind for c in cards], job),
+            notes=list(self._notes),
+        )
+
+
+# --- human summary ---------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, width: int = 5) -> str:
+    return f"{value:{width}.0f}" if value is not None else f"{'–':>{width}}"
+
+
+def _range(stats: Stats) -> str:
+    """``mean [min–max]``, right-aligned in 15 columns."""
+    if stats.mean is None or stats.min is None or stats.max is None:
+        return f"{'–':>15}"
+    return f"{stats.mean:.0f} [{stats.min:.0f}–{stats.max:.0f}]".rjust(15)
+
+
+def render_human(report: CheckReport) -> str:
+    """A short table per card (mean [min–max]), its verdict, why, and what to try."""
+    lines = [
+        f"gpusat-tui check: {report.samples} polls over {report.duration_s:.1f} s"
+        f" — overall: {report.verdict}",
+        "",
+    ]
+    if report.cards:
+        lines.append(
+            f"{'CARD':<12} {'NAME':<22} {'UTIL %':>15} {'VRAM %':>15} {'POWER W':>15}"
+            f" {'CAP W':>6} {'TEMP °C':>15}  VERDICT"
+        )
+        for card in report.cards:
+            name = (card.name or "")[:22]
+            lines.append(
+                f"{card.id:<12} {name:<22} {_range(card.util_pct)} {_range(card.mem_pct)}"
+                f" {_range(card.power_w)} {_fmt(card.power_cap_w, 6)} {_range(card.temp_c)}"
+                f"  {card.verdict.kind}"
+                + (f" ({card.verdict.cause})" if card.verdict.cause else "")
+            )
+            for why in card.verdict.why:
+                lines.append(f"    why: {why}")
+            for advice in card.verdict.advice:
+                lines.append(f"    try: {advice}")
+        lines.append("    (figures: mean [min–max] over the polls that answered)")
+    else:
+        lines.append("No card reported any figure.")
+    if report.processes:
+        lines += ["", "Processes (CPU % of one core, mean [min–max]):"]
+        for proc in report.processes:
+            lines.append(
+                f"  {proc.pid:>7} {proc.role:<18} {proc.name[:20]:<20} {_range(proc.cpu_pct)}"
+                f"  {', '.join(proc.card_ids)}"
+            )
+    if report.errors:
+        lines += ["", "Errors:"]
+        for err in report.errors:
+            times = "once" if err.count == 1 else f"{err.count} polls"
+            lines.append(f"  [{err.kind}] {err.message} ({times})")
+    if report.notes:
+        lines += ["", "Notes:"]
+        lines += [f"  {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+def _make_tracker() -> Any | None:
+    """The verdict engine, when this build has it (kinds stay "unknown" otherwise)."""
+    try:
+        from gpusat_tui.analysis.tracker import VerdictTracker
+    except ImportError:
+        return None
+    return VerdictTracker(window_s=30.0)
+
+
+def _recording_source(path: str, source: Any) -> Any:
+    """Wrap the live source so that every Frame is also appended to ``path`` (JSONL)."""
+    from gpusat_tui.sources.recorder import RecordingSource, make_header
+
+    tools = {tool: source.versions.get(tool) for tool in source.tools}
+    return RecordingSource(source, path, make_header(tools, source.interval))
+
+
+async def _collect(
+    source: Any, builder: CheckBuilder, duration: float
+) -> tuple[float, int | None]:
+    """Poll until ``duration`` is covered or a signal arrives. Returns (seconds, signal)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if not received:
+            received.append(signum)
+            task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig)
+    tracker = _make_tracker()
+    start = time.monotonic()
+    try:
+        async with contextlib.aclosing(source.frames()) as frames:
+            async for frame in frames:
+                assessment = tracker.push(frame) if tracker is not None else None
+                builder.add(frame, assessment)
+                # Poll k starts at k * interval: stop when the next one would start at or past
+                # the end (or when overrunning polls already used the time up).
+                next_start = builder.samples * source.interval
+                if next_start >= duration - 1e-6 or time.monotonic() - start >= duration:
+                    break
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        task.uncancel()
+    finally:
+        await source.aclose()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return time.monotonic() - start, (received[0] if received else None)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Entry point of ``gpusat-tui check`` (see the module docstring for exit statuses)."""
+    from gpusat_tui.sources.live import LiveSource
+
+    source = LiveSource(
+        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or [])
+    )
+    try:
+        source.discover()
+    except ToolMissing as exc:
+        print(f"gpusat-tui check: {exc}", file=sys.stderr)
+        return 1
+    polled: Any = source
+    if getattr(args, "record", None):
+        try:
+            polled = _recording_source(args.record, source)
+        except GpusatError as exc:  # RecordingError: the file cannot be written
+            print(f"gpusat-tui check: {exc}", file=sys.stderr)
+            return 2
+    builder = CheckBuilder()
+    # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
+    elapsed, signum = asyncio.run(_collect(polled, builder, args.duration))
+    report = builder.report(elapsed)
+    if args.json:
+        print(report.model_dump_json())
+    else:
+        print(render_human(report))
+    sys.stdout.flush()
+    if signum is not None:
+        return 128 + signum
+    return 0

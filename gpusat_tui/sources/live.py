@@ -1,0 +1,780 @@
+"""Live polling of every vendor tool: the one place that runs processes.
+
+Collectors are declarative (`collectors.base.ToolSpec`): this module finds their executables,
+runs their queries concurrently (child processes whose pipes the event loop reads, never a
+shell), and turns whatever happens (an answer, a usage text, garbage, a crash, a hang) into a
+`Frame`. Nothing a tool does can crash the monitor or leave a process behind:
+
+* every call runs in its own session (``start_new_session=True``) so that on a timeout, on
+  close or on cancellation the *whole process group* is killed with SIGKILL (a shell wrapper's
+  ``sleep`` child dies with it) and then reaped;
+* output is capped (`MAX_OUTPUT_BYTES`): a tool spewing garbage is killed, not buffered;
+* a failing tool's cards are carried over with ``stale_s`` = their age, so a card never blinks
+  out because of one bad poll; a card that is missing from an otherwise good answer is dropped
+  with a note;
+* tools of one ``group`` (hy-smi / amd-smi / rocm-smi on a DCU box; NVML / nvidia-smi) see the
+  same cards, so only the first one that is found *and answers* is used.
+
+Costs: one fork+exec per query per interval (a few ms of CPU for a C tool); the figures are
+in ``Frame.monitor_cpu_pct`` so the monitor's own cost is always on screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gpusat_tui.collectors.base import (
+    Query,
+    ToolReading,
+    ToolSpec,
+    card_args,
+    find_executable,
+    merge_cards,
+    resolve_process_cards,
+)
+from gpusat_tui.errors import GpusatError, ParseError, ToolMissing
+from gpusat_tui.model import (
+    CardProcess,
+    CardReading,
+    Frame,
+    HostSample,
+    ProcessSample,
+    ToolError,
+)
+
+__all__ = [
+    "MAX_OUTPUT_BYTES",
+    "RAW_KEEP_CHARS",
+    "LiveSource",
+    "ProcessMonitorLike",
+    "RunResult",
+    "SourceClosed",
+    "run_tool",
+]
+
+#: Output beyond this is garbage by definition (a 16-chip npu-smi table is ~10 KiB).
+MAX_OUTPUT_BYTES = 1 << 20
+#: How much raw output of a failed parse is kept on the Frame (for bug reports).
+RAW_KEEP_CHARS = 4096
+#: Where the in-process NVML reader is "found".
+IN_PROCESS = "in-process"
+
+
+class ProcessReportLike(Protocol):
+    processes: list[ProcessSample]
+    host: HostSample
+    notes: list[str]
+    errors: list[ToolError]
+
+
+class ProcessMonitorLike(Protocol):
+    """What `gpusat_tui.processes.ProcessMonitor` offers; injected in tests."""
+
+    def sample(self, card_processes: Sequence[CardProcess] = ...) -> ProcessReportLike: ...
+
+
+# --- running one tool ------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """What one finished call printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class _Timeout(Exception):
+    """The call ran past its timeout and was killed."""
+
+
+class _TooMuch(Exception):
+    """The call printed more than MAX_OUTPUT_BYTES and was killed."""
+
+
+#: How long a SIGKILLed call may take to exit before a thread is left to reap it.
+_REAP_S = 0.2
+#: Poll step while waiting for a tool that closed its output to exit.
+_EXIT_POLL_S = 0.005
+
+
+def _kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the call's whole process group (it leads its own session), then reap it.
+
+    Synchronous on purpose: no await, so no cancellation can interrupt it half-way. A killed
+    process exits at once unless it sits in an uninterruptible driver call (a wedged GPU
+    driver does that): then a daemon thread waits for it, so it still never stays a zombie.
+    """
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        try:
+            proc.wait(timeout=_REAP_S)
+        except subprocess.TimeoutExpired:
+            threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+
+
+async def _read_both(proc: subprocess.Popen[bytes], cap: int) -> tuple[bytes, bytes]:
+    """Read stdout and stderr to EOF without threads; `_TooMuch` past ``cap`` bytes on one."""
+    assert proc.stdout is not None and proc.stderr is not None
+    loop = asyncio.get_running_loop()
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    bufs: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+    open_fds = set(bufs)
+    done: asyncio.Future[None] = loop.create_future()
+
+    def stop(fd: int) -> None:
+        loop.remove_reader(fd)
+        open_fds.discard(fd)
+
+    def on_readable(fd: int) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            stop(fd)
+            if not open_fds and not done.done():
+                done.set_result(None)
+            return
+        bufs[fd] += chunk
+        if len(bufs[fd]) > cap:
+            for other in list(open_fds):
+                stop(other)
+            if not done.done():
+                done.set_exception(_TooMuch())
+
+    for fd in bufs:
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, on_readable, fd)
+    try:
+        await done
+    finally:
+        for fd in list(open_fds):
+            stop(fd)
+    return bytes(bufs[out_fd]), bytes(bufs[err_fd])
+
+
+async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) -> RunResult:
+    """Run ``argv`` without a shell; kill its process group on timeout, overflow or cancel.
+
+    Raises `_Timeout`, `_TooMuch`, or OSError when it cannot be started. Every way out of here
+    kills and reaps the call (no zombie, no orphan holding a pipe).
+
+    Plain ``subprocess.Popen`` + event-loop readers rather than asyncio's subprocess API: its
+    transports can be cancelled half-way through creation, and then close() kills only the
+    leader and waits for pipes that a surviving grandchild (a wrapper's ``sleep``) keeps open,
+    which hangs shutdown. Here the process exists, or not, before the first await.
+    """
+    cap = MAX_OUTPUT_BYTES if cap is None else cap
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            out, err = await _read_both(proc, cap)
+            # Output closed; the exit status follows within microseconds (normally).
+            while (returncode := proc.poll()) is None:
+                await asyncio.sleep(_EXIT_POLL_S)
+    except BaseException as exc:
+        # Timeout, _TooMuch, cancellation (source closed mid-poll): never leave it running.
+        _kill_and_reap(proc)
+        if isinstance(exc, TimeoutError):
+            raise _Timeout from None
+        raise
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    # No group kill after a normal exit: the PID may already be reused, and a child the tool
+    # left behind on purpose is not ours to kill (one holding our pipes hits the timeout).
+    return RunResult(
+        returncode,
+        out.decode("utf-8", errors="replace"),
+        err.decode("utf-8", errors="replace"),
+    )
+
+
+# --- per-tool session state ------------------------------------------------------------------
+
+
+@dataclass
+class _Poll:
+    """What polling one tool once produced."""
+
+    cards: list[CardReading] = field(default_factory=list)
+    processes: list[CardProcess] = field(default_factory=list)
+    errors: list[ToolError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    raw: dict[str, str] = field(default_factory=dict)
+    #: True when the required queries answered and parsed.
+    ok: bool = False
+    #: The tool is not usable at all (missing, refused, not ours): try the group's next tool.
+    unusable: bool = False
+    #: ...and certainly never will be (another vendor's tool, no library): drop it even when
+    #: it is the last of its group.
+    final: bool = False
+
+
+@dataclass
+class _ToolState:
+    spec: ToolSpec
+    exe: str
+    required: list[Query]
+    optional: list[Query]
+    answered: bool = False
+    #: index -> (last good reading, clock time it was read)
+    last_good: dict[int, tuple[CardReading, float]] = field(default_factory=dict)
+    #: A thread still running an in-process reader that timed out.
+    busy_reader: asyncio.Future[ToolReading] | None = None
+
+
+def _size(n: int) -> str:
+    if n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n % 1024 == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} bytes"
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line[:limit]
+    return ""
+
+
+class _Refused(Exception):
+    """The tool answered but not with anything we understand (non-zero exit or ParseError)."""
+
+    def __init__(self, message: str, kind: str, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.raw = raw
+
+
+class _Failed(Exception):
+    """The tool did not answer (timeout, overflow, cannot start)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class LiveSource:
+    """Polls every vendor tool found on this machine and yields one `Frame` per interval."""
+
+    label: str = "live"
+
+    def __init__(
+        self,
+        interval: float = 1.0,
+        overrides: Mapping[str, str] | None = None,
+        pids: Sequence[int] = (),
+        timeout: float | None = None,
+        path: str | None = None,
+        specs: Sequence[ToolSpec] | None = None,
+        process_monitor: ProcessMonitorLike | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.interval = float(interval)
+        # The default timeout is the interval but at least 1 s: a tool that takes 1.2 s on a
+        # loaded 16-chip box is slow, not dead.
+        self.timeout = float(timeout) if timeout is not None else max(1.0, self.interval)
+        self.overrides = dict(overrides or {})
+        self.pids = list(pids)
+        self.path = path
+        self._specs = list(specs) if specs is not None else None
+        self._monitor = process_monitor
+        self._monitor_loaded = process_monitor is not None
+        self.clock = clock
+        self.tools: dict[str, str] = {}
+        self.versions: dict[str, str | None] = {}
+        #: tool -> places searched, from the last `discover()`.
+        self.searched: dict[str, list[str]] = {}
+        self._groups: list[list[_ToolState]] | None = None
+        self._seq = 0
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._cpu_mark: tuple[float, float] | None = None
+        self._pending_notes: list[str] = []
+        self._inflight: asyncio.Future[list[_Poll]] | None = None
+
+    # --- discovery ---------------------------------------------------------------------------
+
+    def _all_specs(self) -> list[ToolSpec]:
+        if self._specs is None:
+            from gpusat_tui.collectors import all_specs
+
+            self._specs = all_specs()
+        return sorted(self._specs, key=lambda s: (s.group or s.tool, s.priority))
+
+    def discover(self) -> dict[str, str]:
+        """Find every tool (tool -> executable, or "in-process" for NVML).
+
+        Raises `ToolMissing` listing, per tool, what was searched when nothing at all is found.
+        """
+        states: dict[str, list[_ToolState]] = {}
+        self.tools = {}
+        self.searched = {}
+        for spec in self._all_specs():
+            if spec.reader is not None:
+                exe = IN_PROCESS if self._probe_reader(spec) else None
+            else:
+                exe, searched = find_executable(spec, self.overrides, self.path)
+                self.searched[spec.tool] = searched
+            if exe is None:
+                continue
+            required = [q for q in spec.queries if not q.optional]
+            optional = [q for q in spec.queries if q.optional]
+            states.setdefault(spec.group or spec.tool, []).append(
+                _ToolState(spec=spec, exe=exe, required=required, optional=optional)
+            )
+            self.tools[spec.tool] = exe
+        self._groups = list(states.values())
+        if not self.tools:
+            raise ToolMissing(self.missing_message())
+        return dict(self.tools)
+
+    def _probe_reader(self, spec: ToolSpec) -> bool:
+        """An in-process reader (NVML) is "found" when its library loads."""
+        assert spec.reader is not None
+        try:
+            reading = spec.reader()
+        except ToolMissing as exc:
+            self.searched[spec.tool] = [f"in-process library ({exc})"]
+            return False
+        except Exception as exc:  # a broken driver is as good as none for discovery
+            self.searched[spec.tool] = [f"in-process library ({type(exc).__name__}: {exc})"]
+            return False
+        self.versions[spec.tool] = reading.version
+        return True
+
+    def missing_message(self) -> str:
+        """Plain words: no tool found, and where each one was looked for."""
+        lines = ["No accelerator tool found. Searched:"]
+        for tool, places in self.searched.items():
+            lines.append(f"  {tool}: {', '.join(places) or 'nothing'}")
+        lines.append("Use --tool VENDOR=PATH (or GPUSAT_TOOL_<TOOL>=PATH) to point at one.")
+        return "\n".join(lines)
+
+    # --- polling -----------------------------------------------------------------------------
+
+    async def poll_once(self) -> Frame:
+        """Poll every tool once, concurrently; never raises for a tool's misbehaviour."""
+        async with self._lock:  # polls never overlap, even if two callers ask at once
+            if self._groups is None:
+                self.discover()
+            assert self._groups is not None
+            if self._closed:
+                raise SourceClosed("the live source is closed")
+            t = self.clock()
+            self._inflight = asyncio.ensure_future(
+                asyncio.gather(*(self._poll_group(g) for g in self._groups))
+            )
+            try:
+                results = await self._inflight
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if self._closed and task is not None and not task.cancelling():
+                    # aclose() cancelled the poll (its tools are dead and reaped by now).
+                    raise SourceClosed("the live source was closed mid-poll") from None
+                raise
+            finally:
+                self._inflight = None
+            cards: list[CardReading] = []
+            processes: list[CardProcess] = []
+            errors: list[ToolError] = []
+            notes: list[str] = self._pending_notes
+            self._pending_notes = []
+            raw: dict[str, str] = {}
+            for res in results:
+                cards.extend(res.cards)
+                processes.extend(res.processes)
+                errors.extend(e for e in res.errors if e not in errors)
+                notes.extend(n for n in res.notes if n not in notes)
+                raw.update(res.raw)
+            self._groups = [g for g in self._groups if g]
+            samples: list[ProcessSample] = []
+            host: HostSample | None = None
+            monitor = self._get_monitor()
+            if monitor is not None:
+                try:
+                    report = await asyncio.to_thread(monitor.sample, processes)
+                except Exception as exc:  # the monitor must never take the frame down
+                    errors.append(
+                        ToolError(tool="psutil", message=f"process scan failed: {exc}",
+                                  kind="process")
+                    )
+                else:
+                    samples = list(report.processes)
+                    host = report.host
+                    notes.extend(n for n in report.notes if n not in notes)
+                    errors.extend(report.errors)
+            frame = Frame(
+                t=t,
+                seq=self._seq,
+                cards=cards,
+                card_processes=processes,
+                processes=samples,
+                host=host,
+                errors=errors,
+                notes=notes,
+                monitor_cpu_pct=self._monitor_cpu(),
+                raw=raw,
+            )
+            self._seq += 1
+            return frame
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        """First poll at once, then one every ``interval`` on a fixed schedule.
+
+        A poll that overruns its slot is followed right away by the next one, with no backlog
+        of missed polls; polls never overlap.
+        """
+        next_start = time.monotonic()
+        try:
+            while not self._closed:
+                try:
+                    frame = await self.poll_once()
+                except SourceClosed:
+                    return
+                yield frame
+                next_start += self.interval
+                now = time.monotonic()
+                if next_start <= now:
+                    next_start = now  # overran: start right away, forget the missed slots
+                else:
+                    await asyncio.sleep(next_start - now)
+        finally:
+            self._closed = True
+
+    async def aclose(self) -> None:
+        """Stop polling; a poll in flight is cancelled, which kills and reaps its tools."""
+        self._closed = True
+        inflight = self._inflight
+        if inflight is not None and not inflight.done():
+            inflight.cancel()
+            # Killing is synchronous inside run_tool; this bound is only a backstop so that
+            # closing can never hang the caller.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(inflight), 5.0)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _get_monitor(self) -> ProcessMonitorLike | None:
+        if not self._monitor_loaded:
+            self._monitor_loaded = True
+            try:
+                from gpusat_tui.processes import ProcessMonitor
+
+                self._monitor = ProcessMonitor(pids=self.pids)
+            except Exception as exc:  # no process figures is better than no card figures
+                self._monitor = None
+                self._pending_notes.append(f"process monitor unavailable: {exc}")
+        return self._monitor
+
+    def _monitor_cpu(self) -> float | None:
+        """CPU % of this process and the tools it ran (reaped children) since the last poll."""
+        times = os.times()
+        cpu = times.user + times.system + times.children_user + times.children_system
+        now = time.monotonic()
+        previous, self._cpu_mark = self._cpu_mark, (cpu, now)
+        if previous is None or now <= previous[1]:
+            return None
+        return max(0.0, 100.0 * (cpu - previous[0]) / (now - previous[1]))
+
+    async def _poll_group(self, group: list[_ToolState]) -> _Poll:
+        """Poll the group's current tool; while none has answered yet, fall through the group.
+
+        A tool that never answered and refuses (or is missing, or is another vendor's tool)
+        gives way to the next one of its group. The last one of a group is kept and its errors
+        reported every poll, unless it is certainly unusable (``final``: not ours, no library).
+        """
+        notes: list[str] = []
+        while group:
+            state = group[0]
+            res = await self._poll_tool(state)
+            if res.ok:
+                state.answered = True
+            give_way = res.unusable and not state.answered and (len(group) > 1 or res.final)
+            if not give_way:
+                res.notes = notes + res.notes
+                return res
+            group.pop(0)
+            self.tools.pop(state.spec.tool, None)
+            notes.extend(res.notes)
+            if not group:
+                res.notes = notes
+                res.cards = []
+                return res
+            notes.append(f"{state.spec.tool} not used ({_why(res)}); trying {group[0].spec.tool}")
+        return _Poll(notes=notes)
+
+    async def _poll_tool(self, state: _ToolState) -> _Poll:
+        spec = state.spec
+        t_read = self.clock()
+        res = _Poll()
+        try:
+            if spec.reader is not None:
+                reading = await self._run_reader(state)
+            else:
+                reading = await self._run_queries(state, res)
+        except ToolMissing as exc:
+            res.unusable = res.final = True
+            res.errors.append(ToolError(tool=spec.tool, message=str(exc), kind="missing"))
+            return res
+        except _NotOurs as exc:
+            res.unusable = res.final = True
+            res.notes.append(str(exc))
+            return res
+        except (_Refused, _Failed) as exc:
+            res.errors.append(ToolError(tool=spec.tool, message=str(exc), kind=exc.kind))
+            if isinstance(exc, _Refused) and exc.raw is not None:
+                res.raw[spec.tool] = exc.raw[:RAW_KEEP_CHARS]
+            # Never answered and refuses outright (or cannot start): not usable here.
+            res.unusable = not state.answered and (
+                isinstance(exc, _Refused) or exc.kind == "missing"
+            )
+            res.cards = self._carry_stale(state)
+            return res
+        if reading.version:
+            self.versions[spec.tool] = reading.version
+        cards = [c if c.tool else c.model_copy(update={"tool": spec.tool}) for c in reading.cards]
+        now_indices = {c.index for c in cards}
+        for index, (old, _) in list(state.last_good.items()):
+            if index not in now_indices:
+                res.notes.append(f"card {old.id} no longer listed by {spec.tool}")
+                del state.last_good[index]
+        for card in cards:
+            state.last_good[card.index] = (card, t_read)
+        res.cards = cards
+        res.processes = resolve_process_cards(cards, reading.processes)
+        res.notes.extend(n for n in reading.notes if n not in res.notes)
+        res.ok = True
+        return res
+
+    def _carry_stale(self, state: _ToolState) -> list[CardReading]:
+        now = self.clock()
+        return [
+            card.model_copy(update={"stale_s": max(0.0, now - t_read)})
+            for card, t_read in state.last_good.values()
+        ]
+
+    async def _run_reader(self, state: _ToolState) -> ToolReading:
+        spec = state.spec
+        assert spec.reader is not None
+        if state.busy_reader is not None and not state.busy_reader.done():
+            raise _Failed(f"{spec.tool} is still busy with an earlier poll", "timeout")
+        future = asyncio.ensure_future(asyncio.to_thread(spec.reader))
+        state.busy_reader = future
+        try:
+            # A thread cannot be killed: on timeout it is left to finish and not restarted
+            # until it has (see busy_reader).
+            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+        except TimeoutError:
+            raise _Failed(
+                f"{spec.tool} did not answer within {self.timeout:.1f} s", "timeout"
+            ) from None
+        except (ToolMissing, asyncio.CancelledError):
+            raise
+        except ParseError as exc:
+            raise _Refused(f"{spec.tool}: {exc}", "parse") from None
+        except Exception as exc:
+            raise _Failed(f"{spec.tool} failed: {type(exc).__name__}: {exc}", "other") from None
+
+    async def _call(self, state: _ToolState, query: Query, args: Sequence[str]) -> ToolReading:
+        """Run one query and parse it. `_Failed`: no answer. `_Refused`: answer not understood."""
+        tool = state.spec.tool
+        try:
+            result = await run_tool([state.exe, *args], self.timeout)
+        except _Timeout:
+            raise _Failed(
+                f"{tool} did not answer within {self.timeout:.1f} s; killed", "timeout"
+            ) from None
+        except _TooMuch:
+            raise _Failed(
+                f"{tool} printed more than {_size(MAX_OUTPUT_BYTES)}; killed", "parse"
+            ) from None
+        except PermissionError as exc:
+            raise _Failed(f"cannot run {state.exe}: {exc.strerror}", "denied") from None
+        except OSError as exc:
+            raise _Failed(f"cannot run {state.exe}: {exc.strerror or exc}", "missing") from None
+        identify = state.spec.identify
+        if identify is not None and not state.answered and not query.optional:
+            # Before the exit status: Intel's xpu-smi may answer Kunlunxin's argv with its own
+            # usage text and a non-zero status, and that must read as "not ours", not "broken".
+            text = result.stdout if result.returncode == 0 else result.stdout + result.stderr
+            if not identify(text):
+                raise _NotOurs(self._not_ours_message(state, query, text))
+        if result.returncode != 0:
+            detail = _first_line(result.stderr) or _first_line(result.stdout)
+            status = (
+                f"was killed by signal {-result.returncode}"
+                if result.returncode < 0
+                else f"exited with status {result.returncode}"
+            )
+            message = f"{tool} {' '.join(args)} {status}".replace("  ", " ")
+            raise _Refused(
+                f"{message}: {detail}" if detail else message, "exit",
+                raw=result.stdout + result.stderr,
+            )
+        try:
+            return query.parse(result.stdout)
+        except ParseError as exc:
+            raise _Refused(f"{tool}: {exc}", "parse", raw=result.stdout) from None
+        except Exception as exc:  # a parser bug must not take the poll down either
+            raise _Refused(
+                f"{tool}: parser failed ({type(exc).__name__}: {exc})", "parse",
+                raw=result.stdout,
+            ) from None
+
+    def _not_ours_message(self, state: _ToolState, query: Query, text: str) -> str:
+        spec = state.spec
+        what = ""
+        try:
+            query.parse(text)
+        except Exception as exc:  # the parser's words name what answered (e.g. Intel)
+            what = str(exc)
+        if not what:
+            what = f"its output starts {_first_line(text, 80)!r}"
+        return f"{state.exe} is not {spec.vendor}'s {spec.tool}: {what}; ignored"
+
+    async def _run_required(self, state: _ToolState, index: int) -> ToolReading:
+        query = state.required[index]
+        try:
+            return await self._call(state, query, query.args)
+        except _Refused as refused:
+            if query.fallback is None:
+                raise
+            try:
+                reading = await self._call(state, query.fallback, query.fallback.args)
+            except (_Refused, _Failed):
+                raise refused from None
+            # The fallback answered: it replaces the refused query for the whole session.
+            state.required[index] = query.fallback
+            self._pending_notes.append(
+                f"{state.spec.tool} refused {query.name} ({refused}); using {query.fallback.name}"
+            )
+            return reading
+
+    async def _run_queries(self, state: _ToolState, res: _Poll) -> ToolReading:
+        plain_optional = [q for q in state.optional if not q.per_card]
+        per_card = [q for q in state.optional if q.per_card]
+        required_calls = [self._run_required(state, i) for i in range(len(state.required))]
+        if state.spec.identify is not None and not state.answered:
+            # Until the tool has shown it is ours, ask nothing else of it (a look-alike tool
+            # of another vendor gets exactly one call).
+            required_out = await asyncio.gather(*required_calls, return_exceptions=True)
+            for out in required_out:
+                if isinstance(out, BaseException):
+                    raise out
+            optional_out = await asyncio.gather(
+                *(self._call(state, q, q.args) for q in plain_optional), return_exceptions=True
+            )
+        else:
+            outcomes = await asyncio.gather(
+                *required_calls,
+                *(self._call(state, q, q.args) for q in plain_optional),
+                return_exceptions=True,
+            )
+            required_out = outcomes[: len(state.required)]
+            optional_out = outcomes[len(state.required):]
+        for out in required_out:
+            if isinstance(out, BaseException):
+                raise out
+        readings = [out for out in required_out if isinstance(out, ToolReading)]
+        cards: list[CardReading] = []
+        processes: list[CardProcess] = []
+        version: str | None = None
+        notes: list[str] = []
+        for reading in readings:
+            cards = reading.cards if not cards else merge_cards(cards, reading.cards)
+            processes.extend(reading.processes)
+            notes.extend(reading.notes)
+            version = version or reading.version
+        for query, out in zip(plain_optional, optional_out, strict=True):
+            if isinstance(out, ToolReading):
+                cards = merge_cards(cards, out.cards)
+                processes.extend(out.processes)
+                notes.extend(out.notes)
+                version = version or out.version
+            else:
+                self._optional_failed(state, query, out, res)
+        if per_card and cards:
+            jobs: list[tuple[Query, int, tuple[str, ...]]] = []
+            for query in per_card:
+                for card in cards:
+                    try:
+                        jobs.append((query, card.index, card_args(query.args, card)))
+                    except (KeyError, IndexError, ValueError):
+                        continue  # this card lacks what the query needs (no chip id, say)
+            per_out = await asyncio.gather(
+                *(self._call(state, q, args) for q, _, args in jobs),
+                return_exceptions=True,
+            )
+            failed: set[str] = set()
+            for (query, idx, _), out in zip(jobs, per_out, strict=True):
+                if isinstance(out, ToolReading):
+                    # The per-card text does not know its card: the index is the one we asked.
+                    extra = [c.model_copy(update={"index": idx}) for c in out.cards[:1]]
+                    cards = merge_cards(cards, extra)
+                    processes.extend(out.processes)
+                    notes.extend(out.notes)
+                elif query.name not in failed:
+                    failed.add(query.name)
+                    self._optional_failed(state, query, out, res)
+        return ToolReading(cards=cards, processes=processes, version=version, notes=notes)
+
+    def _optional_failed(
+        self, state: _ToolState, query: Query, exc: BaseException, res: _Poll
+    ) -> None:
+        """A refused enrichment is dropped for the session (one note); a hang is an error."""
+        if isinstance(exc, asyncio.CancelledError):
+            raise exc
+        tool = state.spec.tool
+        if isinstance(exc, _Refused):
+            if query in state.optional:
+                state.optional.remove(query)
+                res.notes.append(f"{tool} refused {query.name} ({exc}); not asked again")
+        elif isinstance(exc, _Failed):
+            res.errors.append(ToolError(tool=tool, message=str(exc), kind=exc.kind))
+        else:
+            raise exc
+
+
+class SourceClosed(GpusatError):
+    """`poll_once` after (or during) `aclose`."""
+
+
+class _NotOurs(Exception):
+    """The executable answered, but it is another vendor's tool of the same name."""
+
+
+def _why(res: _Poll) -> str:
+    if res.errors:
+        return res.errors[0].message
+    if res.notes:
+        return res.notes[-1]
+    return "no answer"

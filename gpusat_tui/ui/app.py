@@ -1,0 +1,507 @@
+"""The Textual dashboard: one exclusive worker reads the FrameSource, the UI never waits on I/O.
+
+Data flow: the worker iterates ``source.frames()``, appends each frame to `DashboardState`
+(bounded histories), asks the tracker for verdicts, and posts `FrameReceived` (replaceable, so a
+slow terminal drops stale frames instead of lagging). The handler sets the app-level reactives
+``frame`` / ``assessment``; the watchers push them down into thin widgets, which skip any update
+whose text did not change. Only the selected card is drawn in full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from argparse import Namespace
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.reactive import var
+from textual.widgets import Footer, Static
+
+from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.model import Assessment, Frame, Verdict
+from gpusat_tui.sources import FrameSource
+from gpusat_tui.ui.messages import FrameReceived, SourceEnded
+from gpusat_tui.ui.state import DashboardState
+from gpusat_tui.ui.text import clean, literal
+from gpusat_tui.ui.widgets.badge import VerdictBadge
+from gpusat_tui.ui.widgets.cards import CachedStatic, CardDetail, CardList
+from gpusat_tui.ui.widgets.processes import ProcessPanel
+from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
+from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
+
+#: The bundled demo session replayed by ``--fallback-demo`` (package data).
+DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
+
+#: Replay speeds offered by +/-.
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+_REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
+
+
+class Tracker(Protocol):
+    """What the app needs from the verdict engine (analysis.tracker.VerdictTracker)."""
+
+    def push(self, frame: Frame) -> Assessment: ...
+
+    def reset(self) -> None: ...
+
+
+class UnknownTracker:
+    """Stand-in used only when the verdict engine cannot be imported: says so, never guesses."""
+
+    def push(self, frame: Frame) -> Assessment:
+        why = ["verdict engine not available in this install"]
+        verdict = Verdict(kind="unknown", why=why)
+        return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
+
+    def reset(self) -> None:
+        return None
+
+
+def default_tracker() -> Tracker:
+    """The real verdict tracker, or `UnknownTracker` if that module is missing."""
+    try:
+        from gpusat_tui.analysis.tracker import VerdictTracker
+    except ImportError:
+        return UnknownTracker()
+    return VerdictTracker()
+
+
+def process_cpu_sampler() -> Callable[[], float | None]:
+    """CPU % of this process since the previous call (psutil), primed so the first is real."""
+    import psutil
+
+    proc = psutil.Process()
+    proc.cpu_percent(None)
+
+    def sample() -> float | None:
+        try:
+            return proc.cpu_percent(None)
+        except psutil.Error:
+            return None
+
+    return sample
+
+
+def _mmss(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class JobBar(Horizontal):
+    """The job's verdict above the cards (only for jobs on more than one card)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="job")
+        self.label = CachedStatic("", id="job-label")
+        self.badge = VerdictBadge(id="job-badge")
+        self.why = CachedStatic("", id="job-why")
+
+    def compose(self) -> ComposeResult:
+        yield self.label
+        yield self.badge
+        yield self.why
+
+    def show(self, n_cards: int, verdict: Verdict) -> None:
+        label = f"Job ({n_cards} cards)"
+        self.label.show(label, Text(label, style="bold"))
+        self.badge.kind = verdict.kind
+        self.badge.cause = verdict.cause
+        first = verdict.why[0] if verdict.why else ""
+        self.why.show(first, literal(first, limit=120))
+
+
+class GpusatApp(App[int]):
+    """The dashboard. ``source`` None plus ``no_tool`` shows the no-tool screen instead."""
+
+    CSS_PATH = "gpusat.tcss"
+    TITLE = "gpusat-tui"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (80, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (20, "-tall")]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("p,space", "toggle_pause", "Pause", key_display="p"),
+        Binding("left,up", "card(-1)", "Prev card", key_display="←", show=False),
+        Binding("right,down", "card(1)", "Cards", key_display="←→"),
+        Binding("w,enter", "toggle_why", "Why"),
+        Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
+        Binding("minus", "slower", "Slower", key_display="-"),
+        Binding("left_square_bracket", "seek(-10)", "-10s", key_display="["),
+        Binding("right_square_bracket", "seek(10)", "+10s", key_display="]"),
+        Binding("home", "jump_start", "Start", show=False),
+        Binding("end", "jump_end", "End", show=False),
+    ]
+
+    # ``var``, not ``reactive``: a reactive on the App repaints the whole screen on every
+    # change (~15 ms per frame with 8 cards); the watchers below repaint only what changed.
+    frame: var[Frame | None] = var(None, init=False)
+    assessment: var[Assessment] = var(Assessment, init=False)
+    selected: var[str | None] = var(None, init=False)
+    paused: var[bool] = var(False, init=False)
+    why_open: var[bool] = var(False, init=False)
+    own_cpu_pct: var[float | None] = var(None, init=False)
+
+    def __init__(
+        self,
+        source: FrameSource | None,
+        *,
+        tracker: Tracker | None = None,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.time,
+        own_cpu: Callable[[], float | None] | None = None,
+        cpu_sample_s: float = 5.0,
+        banner: str | None = None,
+        no_tool: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.tracker: Tracker = tracker if tracker is not None else default_tracker()
+        self.interval = interval
+        self.clock = clock
+        self._own_cpu = own_cpu
+        self.cpu_sample_s = cpu_sample_s
+        self.banner = banner
+        self.no_tool = no_tool
+        self.state = DashboardState()
+        self.frames_shown = 0
+        self.ended: str | None = None
+        self._pending: tuple[Frame, Assessment] | None = None
+        self._render_scheduled = False
+        self._last_arrival: float | None = None
+        self._started_at = clock()
+        self._generation: object = None
+        self.job_bar = JobBar()
+        self.card_list = CardList(id="cards")
+        self.detail = CardDetail(id="detail")
+        self.processes = ProcessPanel("", id="processes")
+        self.status = CachedStatic("", id="status")
+
+    # --- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        if self.banner:
+            yield Static(Text(self.banner), id="banner")
+        yield self.job_bar
+        with Horizontal(id="main"):
+            yield self.card_list
+            yield self.detail
+        yield self.processes
+        yield self.status
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.job_bar.display = False
+        self.detail.why.display = False
+        self.detail.show(None, None, None)
+        if self.no_tool is not None:
+            self.push_screen(NoToolScreen(self.no_tool))
+            return
+        self.set_interval(self.cpu_sample_s, self._tick)
+        if self._own_cpu is None:
+            self._own_cpu = process_cpu_sampler()
+            # First figure after a second (psutil needs an interval to measure over); until
+            # then the status line shows "…".
+            self.set_timer(min(1.0, self.cpu_sample_s), self._tick)
+            self._update_status()
+        else:
+            self._tick()  # an injected sampler (tests) answers at once
+        if self.source is not None:
+            self._poll()
+
+    # --- the one worker that owns the source ---------------------------------------------------
+
+    @work(exclusive=True, group="source", exit_on_error=False)
+    async def _poll(self) -> None:
+        assert self.source is not None
+        try:
+            async for frame in self.source.frames():
+                # A replay seek bumps ``generation``: old points and verdict windows would lie
+                # about the new position, so both restart with the first frame after it.
+                generation = getattr(self.source, "generation", None)
+                if generation != self._generation:
+                    if self._generation is not None:
+                        self.state.reset()
+                        self.tracker.reset()
+                    self._generation = generation
+                # History and verdicts first: a repaint may be dropped, a frame never is.
+                self.state.push(frame)
+                assessment = self._judge(frame)
+                self._last_arrival = self.clock()
+                self.post_message(FrameReceived(frame, assessment))
+        except Exception as exc:  # a source bug must end up on screen, not as a traceback
+            self.post_message(SourceEnded(f"source failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(SourceEnded("end of recording" if self._is_replay else "ended"))
+
+    def _judge(self, frame: Frame) -> Assessment:
+        """Verdicts for a frame; a verdict-engine bug shows as UNKNOWN with the error, and the
+        figures keep flowing."""
+        try:
+            return self.tracker.push(frame)
+        except Exception as exc:
+            verdict = Verdict(kind="unknown", why=[f"verdict engine error: {exc!r}"])
+            return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
+
+    async def on_unmount(self) -> None:
+        if self.source is not None:
+            # Closing is best effort at exit; the worker is cancelled anyway.
+            with contextlib.suppress(Exception):
+                await self.source.aclose()
+
+    @property
+    def _is_replay(self) -> bool:
+        return hasattr(self.source, "seek")
+
+    def on_frame_received(self, message: FrameReceived) -> None:
+        # A live source keeps polling while paused (verdicts stay current); the screen holds
+        # still. A paused replay sends nothing, except the frame a seek lands on: show that.
+        if self.paused and not self._is_replay:
+            self._pending = (message.frame, message.assessment)
+            return
+        self._show(message.frame, message.assessment)
+
+    def on_source_ended(self, message: SourceEnded) -> None:
+        self.ended = message.error
+        self._update_status()
+
+    def _show(self, frame: Frame, assessment: Assessment) -> None:
+        self.frames_shown += 1
+        self.set_reactive(GpusatApp.assessment, assessment)
+        self.frame = frame
+
+    # --- attributes down ---------------------------------------------------------------------
+
+    def watch_frame(self) -> None:
+        self._schedule_render()
+
+    def watch_selected(self) -> None:
+        self._schedule_render()
+
+    def watch_why_open(self, value: bool) -> None:
+        self.detail.why.display = value
+        self.detail.why_line.display = not value
+        # The open panel takes the sparklines' second rows: why and advice matter more then.
+        self.detail.set_class(value, "-why-open")
+        self.detail.why._key = object()  # force a redraw of the panel when it opens
+        self._schedule_render()
+
+    def watch_paused(self) -> None:
+        self._update_status()
+
+    def watch_own_cpu_pct(self) -> None:
+        self._update_status()
+
+    def _schedule_render(self) -> None:
+        # Several reactives may change in one handler: paint once, after they all did.
+        if not self._render_scheduled:
+            self._render_scheduled = True
+            self.call_later(self._render_view)
+
+    def _render_view(self) -> None:
+        self._render_scheduled = False
+        frame = self.frame
+        if frame is None:
+            return
+        ids = [c.id for c in frame.cards]
+        if ids and self.selected not in ids:
+            self.set_reactive(GpusatApp.selected, ids[0])
+        verdicts = self.assessment.cards
+        multi = len(frame.cards) > 1
+        self.job_bar.display = multi
+        if multi:
+            self.job_bar.show(len(frame.cards), self.assessment.job)
+        self.card_list.sync(frame.cards, verdicts, self.selected)
+        card = frame.card(self.selected) if self.selected else None
+        history = self.state.cards.get(self.selected) if self.selected else None
+        self.detail.show(card, verdicts.get(self.selected or ""), history)
+        self.processes.show_processes(list(frame.processes))
+        self._update_status()
+
+    def _source_label(self) -> str:
+        if self.source is None:
+            return "no source"
+        label = clean(getattr(self.source, "label", "source"), 80)
+        if self._is_replay:
+            pos = getattr(self.source, "position", None)
+            dur = getattr(self.source, "duration", None)
+            speed = getattr(self.source, "speed", None)
+            label += f" {_mmss(pos)}/{_mmss(dur)}"
+            if speed is not None:
+                label += f" at {speed:g}x"
+        if self.paused:
+            label += " PAUSED"
+        return label
+
+    def _interval(self) -> float | None:
+        if self.interval is not None:
+            return self.interval
+        header = getattr(self.source, "header", None)
+        return getattr(header, "interval_s", None) or getattr(self.source, "interval", None)
+
+    def _quiet_s(self) -> float | None:
+        """Seconds without a frame, when that is far longer than the interval (a hung source)."""
+        if self.paused or self.ended or self.source is None:
+            return None
+        interval = self._interval() or 1.0
+        since = self._last_arrival
+        if since is None:
+            since = self._started_at
+        quiet = self.clock() - since
+        return quiet if quiet > max(3 * interval, 3.0) else None
+
+    def _update_status(self) -> None:
+        stale, errors = status_from_frame(self.frame)
+        info = StatusInfo(
+            source=self._source_label(),
+            interval_s=self._interval(),
+            own_cpu_pct=self.own_cpu_pct,
+            quiet_s=self._quiet_s(),
+            stale=stale,
+            errors=errors,
+            skipped=int(getattr(self.source, "skipped", 0) or 0),
+            ended=self.ended,
+        )
+        self.status.show(info, status_text(info))
+
+    def _tick(self) -> None:
+        if self._own_cpu is not None:
+            self.own_cpu_pct = self._own_cpu()
+        self._update_status()
+
+    # --- actions -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Replay keys exist only on a replay; hidden from the footer otherwise.
+        if self.no_tool is not None:
+            return action in {"quit", "help", "command_palette"}
+        return self._is_replay or action not in _REPLAY_ACTIONS
+
+    def action_card(self, step: int) -> None:
+        frame = self.frame
+        if frame is None or not frame.cards:
+            return
+        ids = [c.id for c in frame.cards]
+        index = ids.index(self.selected) if self.selected in ids else 0
+        self.selected = ids[(index + step) % len(ids)]
+
+    def on_card_list_selected(self, message: CardList.Selected) -> None:
+        self.selected = message.card_id
+
+    def action_toggle_why(self) -> None:
+        self.why_open = not self.why_open
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_pause(self) -> None:
+        toggle = getattr(self.source, "toggle_pause", None)
+        if callable(toggle):
+            toggle()
+        self.paused = not self.paused
+        if not self.paused and self._pending is not None:
+            frame, assessment = self._pending
+            self._pending = None
+            self._show(frame, assessment)
+
+    def _set_speed(self, step: int) -> None:
+        source: Any = self.source
+        stepper = getattr(source, "speed_up" if step > 0 else "slow_down", None)
+        if callable(stepper):
+            stepper()
+        else:
+            current = float(getattr(source, "speed", 1.0))
+            index = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - current))
+            source.speed = SPEEDS[min(max(index + step, 0), len(SPEEDS) - 1)]
+        self._update_status()
+
+    def action_faster(self) -> None:
+        self._set_speed(1)
+
+    def action_slower(self) -> None:
+        self._set_speed(-1)
+
+    def action_seek(self, delta: float) -> None:
+        self.source.seek(float(delta))  # type: ignore[union-attr]
+        self._update_status()
+
+    def action_jump_start(self) -> None:
+        self.source.jump_start()  # type: ignore[union-attr]
+        self._update_status()
+
+    def action_jump_end(self) -> None:
+        self.source.jump_end()  # type: ignore[union-attr]
+        self._update_status()
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def build_app(args: Namespace) -> GpusatApp:
+    """The app for parsed CLI args: replay, live, demo fallback or the no-tool screen.
+
+    Raises `GpusatError` for a recording that cannot be read (one clear message, no TUI).
+    """
+    record = getattr(args, "record", None)
+    source: Any
+    banner = None
+    interval: float | None = None
+    if getattr(args, "replay", None):
+        from gpusat_tui.sources.replay import ReplaySource
+
+        source = ReplaySource(args.replay, speed=args.speed)
+    else:
+        from gpusat_tui.sources.live import LiveSource
+
+        live = LiveSource(interval=args.interval, overrides=args.tool, pids=args.pid)
+        try:
+            live.discover()
+            source = live
+            interval = args.interval
+        except ToolMissing as exc:
+            if not getattr(args, "fallback_demo", False):
+                return GpusatApp(None, no_tool=str(exc))
+            from gpusat_tui.sources.replay import ReplaySource
+
+            source = ReplaySource(DEMO_SESSION, speed=args.speed)
+            banner = (
+                "DEMO: no accelerator tool was found on this machine, so this is a replay of "
+                "a recorded demo session, not your hardware. Run without --fallback-demo to "
+                "see what was searched."
+            )
+            record = None  # recording a replayed demo would only copy the demo
+    if record:
+        from gpusat_tui.sources.recorder import RecordingSource, make_header
+
+        tools = dict(getattr(source, "versions", {}) or {})
+        for tool in getattr(source, "tools", {}) or {}:
+            tools.setdefault(tool, None)
+        header = make_header(tools, args.interval)
+        source = RecordingSource(source, record, header)
+    return GpusatApp(source, interval=interval, banner=banner)
+
+
+def run_app(args: Namespace) -> int:
+    """Entry point for ``gpusat-tui`` without a sub-command; returns the exit status."""
+    try:
+        app = build_app(args)
+    except GpusatError as exc:
+        print(f"gpusat-tui: {exc}", file=sys.stderr)
+        return 2
+    result = app.run()
+    if app.no_tool is not None:
+        return 2
+    return int(result or 0)

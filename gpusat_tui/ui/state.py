@@ -1,0 +1,48 @@
+"""What the dashboard remembers between frames, kept free of Textual so it is tested alone.
+
+The worker pushes every Frame here (even those whose repaint is dropped because the terminal
+is slow), so sparklines never have holes the data did not have. History is bounded: memory does
+not grow with the length of a session.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from gpusat_tui.model import Frame
+
+#: Points kept per sparkline; a wide pane shows at most this many.
+HISTORY_POINTS = 120
+
+
+@dataclass
+class CardHistory:
+    """Recent figures of one card, oldest first. ``None`` keeps a gap where a figure was missing."""
+
+    util: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
+    mem: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
+    power: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
+
+
+@dataclass
+class DashboardState:
+    """Histories per card id, in the order the tools list the cards."""
+
+    cards: dict[str, CardHistory] = field(default_factory=dict)
+    frames_seen: int = 0
+
+    def push(self, frame: Frame) -> None:
+        """Append one frame's figures. Power is kept as % of cap where the cap is known."""
+        self.frames_seen += 1
+        for card in frame.cards:
+            history = self.cards.setdefault(card.id, CardHistory())
+            history.util.append(card.util_pct)
+            history.mem.append(card.mem_pct)
+            frac = card.power_frac
+            history.power.append(100.0 * frac if frac is not None else card.power_w)
+
+    def reset(self) -> None:
+        """Forget everything (a replay seek makes old points lie about the new position)."""
+        self.cards.clear()
+        self.frames_seen = 0

@@ -1,0 +1,284 @@
+"""Card widgets: a compact row per card (the whole machine at a glance) and one full detail.
+
+Only the selected card is drawn in full (three sparklines, gauge); the others are one row of
+text and a badge. That, plus skipping updates whose text did not change, is what keeps the
+monitor near 1 % of a core with 8 cards.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.events import Click
+from textual.message import Message
+from textual.widget import Widget
+
+from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict
+from gpusat_tui.ui.state import CardHistory
+from gpusat_tui.ui.text import clean, fmt, literal
+from gpusat_tui.ui.widgets.badge import VerdictBadge, badge_word
+from gpusat_tui.ui.widgets.gauge import PowerGauge
+from gpusat_tui.ui.widgets.spark import spark_rows
+
+
+class CachedStatic(Widget):
+    """Shows one piece of text; ignores updates whose key did not change.
+
+    Cheaper than ``Static.update``, which always asks for a new layout (a full-screen reflow
+    and repaint): here a new layout is asked for only when the text's shape (lines, widest
+    line) changed, else just this widget's region is repainted.
+    """
+
+    DEFAULT_CSS = """
+    CachedStatic { height: auto; }
+    """
+
+    def __init__(
+        self, content: str | Text = "", *, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self._content: Text = Text(content) if isinstance(content, str) else content
+        self._key: object = object()
+        self._shape = self._shape_of(self._content)
+
+    @staticmethod
+    def _shape_of(text: Text) -> tuple[int, int]:
+        lines = text.plain.split("\n")
+        return len(lines), max(cell_len(line) for line in lines)
+
+    @property
+    def text(self) -> Text:
+        """What is shown now (for tests and for the status line's callers)."""
+        return self._content
+
+    def render(self) -> Text:
+        return self._content
+
+    def show(self, key: object, content: Text) -> None:
+        if key == self._key:
+            return
+        self._key = key
+        self._content = content
+        # Only a widget sized by its content needs a new layout, and only when the lines
+        # (auto height) or the widest line (auto width) changed: a status line of fixed size
+        # repaints its one row and nothing else.
+        shape = self._shape_of(content)
+        styles = self.styles
+        width_auto = styles.width is not None and styles.width.is_auto
+        height_auto = styles.height is None or styles.height.is_auto
+        layout = (height_auto and shape[0] != self._shape[0]) or (
+            width_auto and shape[1] != self._shape[1]
+        )
+        self._shape = shape
+        self.refresh(layout=layout)
+
+
+def util_label(card: CardReading) -> str:
+    """The vendor's own name for utilisation (GPU-Util, HCU%, AICore%...)."""
+    return UTIL_LABELS.get(card.vendor, "Util")
+
+
+class CardList(Widget):
+    """Every card, one line each: ``▸ 0  87%  SATURATED``. One widget, not one per card.
+
+    A widget per row (label + badge) cost two repaints per card per frame; one widget that
+    draws all rows costs one. Verdict colours still come from CSS, through component classes
+    (``cardlist--saturated``...), so themes apply. When there are more cards than lines, the
+    rows shown slide to keep the selected card in view.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "cardlist--selected",
+        *(f"cardlist--{kind}" for kind in VERDICT_KINDS),
+    }
+
+    class Selected(Message):
+        """The user clicked a card's row."""
+
+        def __init__(self, card_id: str) -> None:
+            super().__init__()
+            self.card_id = card_id
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ids: list[str] = []
+        self._rows: list[tuple[str, str, bool]] = []
+        self._first = 0
+
+    def sync(
+        self, cards: list[CardReading], verdicts: dict[str, Verdict], selected: str | None
+    ) -> None:
+        rows = []
+        for card in cards:
+            verdict = verdicts.get(card.id)
+            kind = verdict.kind if verdict and verdict.kind in VERDICT_KINDS else "unknown"
+            marker = "▸" if card.id == selected else " "
+            stale = "~" if card.stale_s is not None else " "
+            label = f"{marker}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
+            rows.append((label, kind, card.id == selected))
+        self.ids = [c.id for c in cards]
+        if rows != self._rows:
+            self._rows = rows
+            self.refresh()
+
+    @property
+    def lines(self) -> list[str]:
+        """The rows as plain text (for tests)."""
+        return [f"{label} {badge_word(kind, short=True)}" for label, kind, _ in self._rows]
+
+    def _window(self, height: int) -> range:
+        """Which rows fit, keeping the selected one in view."""
+        count = len(self._rows)
+        if height <= 0 or count <= height:
+            return range(count)
+        selected = next((i for i, row in enumerate(self._rows) if row[2]), 0)
+        if selected < self._first:
+            self._first = selected
+        elif selected >= self._first + height:
+            self._first = selected - height + 1
+        self._first = min(self._first, count - height)
+        return range(self._first, self._first + height)
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="crop")
+        window = self._window(self.content_size.height)
+        for n, i in enumerate(window):
+            label, kind, selected = self._rows[i]
+            if n:
+                text.append("\n")
+            row_style = self.get_component_rich_style("cardlist--selected") if selected else ""
+            text.append(label, style=row_style)
+            text.append(f" {badge_word(kind, short=True)} ",
+                        style=self.get_component_rich_style(f"cardlist--{kind}"))
+        return text
+
+    def on_click(self, event: Click) -> None:
+        window = self._window(self.content_size.height)
+        if 0 <= event.y < len(window):
+            self.post_message(self.Selected(self.ids[window[event.y]]))
+
+
+class MetricLine(Widget):
+    """``GPU-Util 87%`` then its sparkline, drawn as one widget (one repaint per frame)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--spark"}
+
+    def __init__(self, id: str) -> None:
+        super().__init__(id=id, classes="metric")
+        self.label = ""
+        self.data: tuple[float | None, ...] = ()
+        self.top = 100.0
+        self.label_width = 18
+
+    def show(self, label: str, values: tuple[float | None, ...], top: float = 100.0) -> None:
+        if (label, values, top) != (self.label, self.data, self.top):
+            self.label, self.data, self.top = label, values, top
+            self.refresh()
+
+    def render(self) -> Text:
+        width, height = self.content_size.width, self.content_size.height
+        # The label keeps 16 columns (``VRAM 50% 40/80G``) where it can; a wide pane gives it
+        # up to ``label_width``; the sparkline gets the rest.
+        label_width = min(self.label_width, max(width * 2 // 5, min(16, width)))
+        rows = spark_rows(self.data, max(width - label_width - 1, 0), height, self.top)
+        style = self.get_component_rich_style("metric--spark")
+        text = Text(no_wrap=True, overflow="crop")
+        for n, row in enumerate(rows or [""]):
+            if n:
+                text.append("\n")
+            head = self.label if n == 0 else ""
+            text.append(head[:label_width].ljust(label_width) + " ")
+            text.append(row, style=style)
+        return text
+
+
+def verdict_text(verdict: Verdict | None) -> Text:
+    """The why and the advice, as literal text (the verdict engine may quote tool output)."""
+    text = Text(no_wrap=False)
+    if verdict is None:
+        text.append("No verdict yet: waiting for enough frames.")
+        return text
+    text.append("Why\n", style="bold")
+    for line in verdict.why or ["(no figures given)"]:
+        text.append("  • ")
+        text.append(clean(line, 400))
+        text.append("\n")
+    text.append("Advice\n", style="bold")
+    for line in verdict.advice or ["(none)"]:
+        text.append("  • ")
+        text.append(clean(line, 400))
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+class CardDetail(Vertical):
+    """The selected card in full: title, badge, three sparklines, power gauge, why/advice."""
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title = CachedStatic("", id="detail-title")
+        self.badge = VerdictBadge(id="detail-badge")
+        self.util = MetricLine("util-line")
+        self.mem = MetricLine("mem-line")
+        self.power = MetricLine("power-line")
+        self.gauge = PowerGauge(id="power-gauge")
+        self.why_line = CachedStatic("", id="why-line")
+        self.why = CachedStatic("", id="why")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="detail-head"):
+            yield self.title
+            yield self.badge
+        yield self.util
+        yield self.mem
+        yield self.power
+        yield self.gauge
+        yield self.why_line
+        yield self.why
+
+    def show(
+        self, card: CardReading | None, verdict: Verdict | None, history: CardHistory | None
+    ) -> None:
+        if card is None:
+            self.title.show(None, Text("Waiting for the first frame…"))
+            return
+        # Figures before the name: in a narrow pane it is the name that gets cut, not the temp.
+        title = literal(f"{card.id} ", style="bold")
+        title.append(f"{fmt(card.temp_c, '°C')} ")
+        if card.stale_s is not None:
+            title.append(f"stale {card.stale_s:.0f} s", style="reverse")
+            title.append(" ")
+        title.append_text(literal(card.name or "unnamed card", limit=60))
+        self.title.show(title.plain + str(card.stale_s), title)
+        self.badge.kind = verdict.kind if verdict else "unknown"
+        self.badge.cause = verdict.cause if verdict else None
+        hist = history or CardHistory()
+        self.util.show(f"{util_label(card)} {fmt(card.util_pct, '%')}", tuple(hist.util))
+        mem = f"VRAM {fmt(card.mem_pct, '%')}"
+        if card.mem_used_mib is not None and card.mem_total_mib:
+            mem += f" {card.mem_used_mib / 1024:.0f}/{card.mem_total_mib / 1024:.0f}G"
+        self.mem.show(mem, tuple(hist.mem))
+        frac = card.power_frac
+        power = f"Power {fmt(100 * frac if frac is not None else None, '%')}"
+        if frac is None and card.power_w is not None:
+            power = f"Power {card.power_w:.0f} W"
+        # Without a cap the power line is in watts, scaled to its own peak.
+        top = 100.0 if frac is not None else max([v for v in hist.power if v] or [1.0])
+        self.power.show(power, tuple(hist.power), top)
+        reading = (card.power_w, card.power_cap_w)
+        if reading != self.gauge.reading:
+            self.gauge.reading = reading
+        if self.why.display:
+            self.why.show(verdict, verdict_text(verdict))
+        else:
+            # The first reason stays in view; the rest and the advice are one key away.
+            first = verdict.why[0] if verdict and verdict.why else ""
+            line = literal(first, limit=120)
+            if first:
+                line.append("  (w: why & advice)", style="dim")
+            self.why_line.show(first, line)

@@ -1,0 +1,64 @@
+"""Fake ``hy-smi`` output in the real format (template: the BW101 sample with Dec%/Enc%).
+
+- `render`: the plain ``hy-smi`` table (HCU header, Dec%/Enc% columns, trailing spaces).
+- `render_processes`: ``hy-smi --showpids --showpidgpus`` (rocm-smi's format: hy-smi is its
+  fork; no real hy-smi process output was available).
+- `render_for_args`: what the tool prints for an argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpusat_tui.collectors.hy_smi import SPECS
+from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats import rocm_smi
+
+_WIDTH = 96
+
+
+def _f(value: float | None, fmt: str) -> str:
+    return "N/A" if value is None else fmt.format(value)
+
+
+def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> str:
+    """The plain hy-smi table (leading empty line, '=' banners, padded cells)."""
+    del processes
+    lines = [
+        "",
+        " System Management Interface ".center(_WIDTH, "="),
+        "=" * _WIDTH,
+        "HCU     Temp     AvgPwr     Perf     PwrCap     VRAM%      HCU%      Dec%      Enc%  "
+        "    Mode     ",
+    ]
+    for card in cards:
+        pct = None
+        if card.mem_used_mib is not None and card.mem_total_mib:
+            pct = round(100.0 * card.mem_used_mib / card.mem_total_mib)
+        lines.append(
+            f"{card.index:<8}{_f(card.temp_c, '{:.1f}C'):<9}{_f(card.power_w, '{:.1f}W'):<11}"
+            f"{'auto':<9}{_f(card.power_cap_w, '{:.1f}W'):<11}{_f(pct, '{:.0f}%'):<11}"
+            f"{_f(card.util_pct, '{:.1f}%'):<10}"
+            f"{_f(card.extras.get('dec_pct', 0.0), '{:.1f}%'):<10}"
+            f"{_f(card.extras.get('enc_pct', 0.0), '{:.1f}%'):<10}{'Normal':<9}"
+        )
+    lines += ["=" * _WIDTH, " End of SMI Log ".center(_WIDTH, "=")]
+    return "\n".join(lines) + "\n"
+
+
+def render_processes(
+    cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
+) -> str:
+    return rocm_smi.render_processes(cards, processes)
+
+
+def render_for_args(
+    args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
+) -> str:
+    queries = {q.name: q.args for q in SPECS[0].queries}
+    args = tuple(args)
+    if args == queries["table"]:
+        return render(cards)
+    if args == queries["pids"]:
+        return render_processes(cards, processes)
+    return rocm_smi.usage(args).replace("rocm-smi", "hy-smi")

@@ -1,0 +1,93 @@
+"""A cheap stand-in for a training process: forks children named ``pt_data_worker``.
+
+No torch: used where the tree shape matters more than real DataLoader behaviour (bad cases,
+several trainers at once, the pin-memory thread, the benchmark with hundreds of processes).
+Children rename themselves with ``prctl(PR_SET_NAME)`` exactly as torch does, then burn CPU or
+sleep. ``--pin burn|idle`` starts a thread named ``pt_data_pin`` in the parent. Everything exits
+after ``--max-s`` or when the parent dies, so a crashed test leaves nothing behind for long.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+
+PR_SET_NAME = 15
+
+
+def set_name(name: str) -> None:
+    """Rename the calling thread (the process, when called from its main thread)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()), 0, 0, 0)
+
+
+def spin_or_sleep(burn: bool, deadline: float, parent: int) -> None:
+    while time.monotonic() < deadline and os.getppid() == parent:
+        if burn:
+            end = time.perf_counter() + 0.05
+            while time.perf_counter() < end:
+                pass
+        else:
+            time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--burn", action="store_true", help="workers spin instead of sleeping")
+    parser.add_argument("--pin", default="none", choices=["none", "idle", "burn"])
+    parser.add_argument("--max-s", type=float, default=30.0)
+    parser.add_argument("--threads", type=int, default=0, help="extra idle threads (a real "
+                        "trainer has tens: intra-op pool, queue feeders...)")
+    args = parser.parse_args(argv)
+    deadline = time.monotonic() + args.max_s
+    me = os.getpid()
+    children: list[int] = []
+    for _ in range(args.workers):
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            set_name("pt_data_worker")
+            try:
+                spin_or_sleep(args.burn, deadline, me)
+            finally:
+                os._exit(0)
+        children.append(pid)
+
+    def terminate(_signo: int, _frame: object) -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    if args.pin != "none":
+        def pin() -> None:
+            set_name("pt_data_pin")
+            spin_or_sleep(args.pin == "burn", deadline, os.getppid())
+
+        threading.Thread(target=pin, daemon=True).start()
+    for _ in range(args.threads):
+        threading.Thread(target=threading.Event().wait, args=(args.max_s,), daemon=True).start()
+    print(" ".join(str(c) for c in children), flush=True)
+    # Reap children as they exit (a killed worker must vanish, not linger as a zombie).
+    while children and time.monotonic() < deadline:
+        try:
+            pid, _status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid in children:
+            children.remove(pid)
+    if time.monotonic() < deadline and not children:
+        time.sleep(max(0.0, deadline - time.monotonic()))  # stay a trainer with no workers
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

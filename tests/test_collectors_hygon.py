@@ -1,0 +1,225 @@
+"""Hygon DCU: hy-smi's table, DTK's rocm-smi printing the same table, never twice, and fakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpusat_tui.collectors import amd_smi, hy_smi, rocm_smi
+from gpusat_tui.errors import ParseError
+from gpusat_tui.model import CardReading
+from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats import hy_smi as fake
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "hygon"
+
+Row = tuple[Any, ...]
+
+
+def sample(name: str) -> str:
+    return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+def figures(card: CardReading) -> Row:
+    """(index, util, VRAM %, power, cap, temp); hy-smi shows no name and no MiB."""
+    assert card.mem_used_mib is None and card.mem_total_mib is None and card.name is None
+    return (card.index, card.util_pct, card.mem_pct, card.power_w, card.power_cap_w, card.temp_c)
+
+
+def test_hy_smi_8card_hcu_header_no_dec_enc() -> None:
+    r = hy_smi.parse_table(sample("hy-smi-8card-idle-400W-no-dec-enc.txt"))
+    assert [figures(c) for c in r.cards] == [
+        (0, 0.0, 0.0, 114.0, 400.0, 59.0),
+        (1, 0.0, 0.0, 109.0, 400.0, 61.0),
+        (2, 0.0, 0.0, 106.0, 400.0, 60.0),
+        (3, 0.0, 0.0, 107.0, 400.0, 59.0),
+        (4, 0.0, 0.0, 118.0, 400.0, 60.0),
+        (5, 0.0, 0.0, 113.0, 400.0, 62.0),
+        (6, 0.0, 0.0, 106.0, 400.0, 58.0),
+        (7, 0.0, 0.0, 115.0, 400.0, 58.0),
+    ]
+    assert all(c.extras == {"mode": "Normal"} for c in r.cards)
+    assert all(c.vendor == "hygon" and c.tool == "hy-smi" for c in r.cards)
+
+
+def test_hy_smi_bw101_dec_enc_columns() -> None:
+    r = hy_smi.parse_table(sample("hy-smi-BW101-1card-dec-enc-cols.txt"))
+    assert [figures(c) for c in r.cards] == [(0, 0.0, 0.0, 51.0, 400.0, 46.0)]
+    assert r.cards[0].extras == {"dec_pct": 0.0, "enc_pct": 0.0, "mode": "Normal"}
+
+
+def test_hy_smi_dcu_header_mode_na() -> None:
+    r = hy_smi.parse_table(sample("hy-smi-DCU-header-4card-Mode-NA-dtk24.04.txt"))
+    assert [figures(c) for c in r.cards] == [
+        (0, 0.0, 0.0, 25.0, 300.0, 49.0),
+        (1, 0.0, 0.0, 24.0, 300.0, 48.0),
+        (2, 0.0, 0.0, 22.0, 300.0, 47.0),
+        (3, 0.0, 0.0, 24.0, 300.0, 47.0),
+    ]
+    assert all(c.extras == {} for c in r.cards)
+
+
+def test_hy_smi_dcu_header_k100_ai_800w() -> None:
+    r = hy_smi.parse_table(
+        sample("hy-smi-DCU-header-4xK100_AI-800W-dtk24.04.1-paddlenlp-doc.txt")
+    )
+    assert [figures(c) for c in r.cards] == [
+        (0, 0.0, 0.0, 118.0, 800.0, 49.0),
+        (1, 0.0, 0.0, 120.0, 800.0, 48.0),
+        (2, 0.0, 0.0, 116.0, 800.0, 53.0),
+        (3, 0.0, 0.0, 138.0, 800.0, 49.0),
+    ]
+
+
+def test_rocm_smi_on_dcu_gives_hygon_cards() -> None:
+    r = rocm_smi.parse_table(
+        sample("rocm-smi-on-DCU-K100-8card-300W-trailing-spaces-flagperf.txt")
+    )
+    assert [figures(c) for c in r.cards] == [
+        (0, 0.0, 0.0, 96.0, 300.0, 53.0),
+        (1, 0.0, 0.0, 96.0, 300.0, 53.0),
+        (2, 0.0, 0.0, 95.0, 300.0, 54.0),
+        (3, 0.0, 0.0, 96.0, 300.0, 55.0),
+        (4, 0.0, 0.0, 97.0, 300.0, 54.0),
+        (5, 0.0, 0.0, 95.0, 300.0, 54.0),
+        (6, 0.0, 0.0, 93.0, 300.0, 55.0),
+        (7, 0.0, 0.0, 96.0, 300.0, 54.0),
+    ]
+    assert {(c.vendor, c.tool) for c in r.cards} == {("hygon", "rocm-smi")}
+
+
+def test_busy_row_and_na_cells() -> None:
+    text = (
+        "\n============ System Management Interface ============\n"
+        "HCU     Temp     AvgPwr     Perf     PwrCap     VRAM%      HCU%      Mode     \n"
+        "0       71.0C    389.0W     auto     400.0W     93%        99.7%     Normal   \n"
+        "1       N/A      N/A        auto     N/A        N/A        N/A       N/A      \n"
+        "=====================================================\n"
+    )
+    r = hy_smi.parse_table(text)
+    assert [figures(c) for c in r.cards] == [
+        (0, 99.7, 93.0, 389.0, 400.0, 71.0),
+        (1, None, None, None, None, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "garbage\n", "hy-smi: error while loading shared libraries: libhydmi.so\n",
+     "==== System Management Interface ====\n"],
+)
+def test_hy_smi_garbage_raises(text: str) -> None:
+    with pytest.raises(ParseError):
+        hy_smi.parse_table(text)
+
+
+def test_hy_smi_header_only_is_no_cards() -> None:
+    text = sample("hy-smi-BW101-1card-dec-enc-cols.txt")
+    assert hy_smi.parse_table(text[: text.index("\n0 ")]).cards == []
+
+
+def test_hy_smi_pids_uses_rocm_format_and_dcu_header() -> None:
+    text = (
+        "KFD process information:\n"
+        "PID   \tPROCESS NAME\tDCU(s)\tVRAM USED  \tSDMA USED\tCU OCCUPANCY\t\n"
+        "4242  \tpython\t1     \t1073741824 \t0        \t0           \t\n"
+        "=======================\n"
+        "PID 4242 is using 1 DRM device(s):\n3 \n"
+    )
+    r = hy_smi.parse_pids(text)
+    assert [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in r.processes] == [
+        (4242, "hygon:3", "python", 1024.0)
+    ]
+    # DTK's rocm-smi with a DCU header also puts the process on a Hygon card.
+    assert [p.card_id for p in rocm_smi.parse_pids(text).processes] == ["hygon:3"]
+
+
+def test_specs_group_order_means_one_tool_per_machine() -> None:
+    """hy-smi, amd-smi and rocm-smi share the group: the live source uses the first found."""
+    family = sorted(
+        (*hy_smi.SPECS, *amd_smi.SPECS, *rocm_smi.SPECS), key=lambda s: (s.group, s.priority)
+    )
+    assert {s.group for s in family} == {"amd-family"}
+    assert [(s.tool, s.priority) for s in family] == [
+        ("hy-smi", 0), ("amd-smi", 1), ("rocm-smi", 2)
+    ]
+    (spec,) = hy_smi.SPECS
+    assert spec.vendor == "hygon" and spec.names == ("hy-smi",)
+    assert spec.search_dirs[0] == "/opt/hyhal/bin"
+    table, pids = spec.queries
+    assert table.args == () and not table.optional
+    assert pids.optional and pids.args == ("--showpids", "--showpidgpus")
+
+
+def test_fake_round_trip_through_spec_args() -> None:
+    cards = [
+        FakeCard(0, util_pct=99.5, mem_used_mib=32768, mem_total_mib=65536, power_w=389,
+                 power_cap_w=400, temp_c=71, extras={"dec_pct": 12.0}),
+        FakeCard(1, util_pct=None, mem_used_mib=None, power_w=None, power_cap_w=None,
+                 temp_c=None),
+    ]
+    processes = [FakeProcess(4242, "python", 0, 30000)]
+    (spec,) = hy_smi.SPECS
+    table, pids = spec.queries
+    r = table.parse(fake.render_for_args(table.args, cards, processes))
+    assert [figures(c) for c in r.cards] == [
+        (0, 99.5, 50.0, 389.0, 400.0, 71.0),
+        (1, None, None, None, None, None),
+    ]
+    assert r.cards[0].extras == {"dec_pct": 12.0, "enc_pct": 0.0, "mode": "Normal"}
+    p = pids.parse(fake.render_for_args(pids.args, cards, processes))
+    assert [(x.pid, x.card_id, x.name, x.mem_used_mib) for x in p.processes] == [
+        (4242, "hygon:0", "python", 30000.0)
+    ]
+    with pytest.raises(ParseError):
+        table.parse(fake.render_for_args(("--bogus",), cards))
+
+
+# --- every sample is tested; no input crashes a parser --------------------------------------
+
+PARSERS = (hy_smi.parse_table, hy_smi.parse_pids, rocm_smi.parse_table, rocm_smi.parse_pids)
+
+
+def test_every_sample_here_has_a_test() -> None:
+    source = Path(__file__).read_text(encoding="utf-8")
+    names = sorted(f.name for f in SAMPLES.iterdir())
+    assert names, "no samples found"
+    assert [n for n in names if f'"{n}"' not in source] == []
+    index = (SAMPLES.parent / "INDEX.md").read_text(encoding="utf-8")
+    assert [n for n in names if f"| {SAMPLES.name}/{n} |" not in index] == []  # provenance
+
+
+def _parse_or_refuse(parse: Any, text: str) -> None:
+    try:
+        reading = parse(text)
+    except ParseError:
+        return
+    for card in reading.cards:
+        assert isinstance(card, CardReading)
+
+
+def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
+    for path in sorted(SAMPLES.iterdir()):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        for cut in range(len(lines) + 1):
+            for parse in PARSERS:
+                _parse_or_refuse(parse, "".join(lines[:cut]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(
+            [ln for f in sorted(SAMPLES.iterdir()) for ln in f.read_text("utf-8").splitlines()]
+        )
+        | st.text(max_size=60),
+        max_size=12,
+    )
+)
+def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
+    for parse in PARSERS:
+        _parse_or_refuse(parse, "\n".join(lines))

@@ -1,0 +1,597 @@
+"""NVIDIA collectors: nvidia-smi parsers on every captured sample, NVML with a fake pynvml."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpusat_tui.collectors import nvidia_smi, nvml
+from gpusat_tui.collectors.base import resolve_process_cards
+from gpusat_tui.errors import ParseError, ToolFailed, ToolMissing
+from gpusat_tui.model import CardProcess, CardReading
+from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats import nvidia_smi as fake
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "nvidia"
+
+Row = tuple[Any, ...]
+
+
+def sample(name: str) -> str:
+    return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+def figures(card: CardReading) -> Row:
+    """(index, name, util, used, total, power, cap, temp) of one card."""
+    return (
+        card.index, card.name, card.util_pct, card.mem_used_mib, card.mem_total_mib,
+        card.power_w, card.power_cap_w, card.temp_c,
+    )
+
+
+def procs(reading_processes: list[CardProcess]) -> list[Row]:
+    return [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in reading_processes]
+
+
+# --- default table --------------------------------------------------------------------------
+
+V100 = "Tesla V100-PCIE..."
+GPU1_NOTE = "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error"
+
+
+def test_table_8xv100_old_79col_mem_full_idle() -> None:
+    r = nvidia_smi.parse_table(sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt"))
+    assert r.version == "470.129.06"
+    assert [figures(c) for c in r.cards] == [
+        (0, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 30.0),
+        (1, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 29.0),
+        (2, V100, 0.0, 27068.0, 32510.0, 35.0, 250.0, 31.0),
+        (3, V100, 0.0, 0.0, 32510.0, 23.0, 250.0, 29.0),
+        (4, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 29.0),
+        (5, V100, 0.0, 32323.0, 32510.0, 35.0, 250.0, 32.0),
+        (6, V100, 0.0, 2165.0, 32510.0, 35.0, 250.0, 31.0),
+        (7, V100, 0.0, 0.0, 32510.0, 24.0, 250.0, 30.0),
+    ]
+    assert [c.bus_id for c in r.cards][:2] == ["00000000:1B:00.0", "00000000:1C:00.0"]
+    assert r.cards[5].mem_pct == pytest.approx(100 * 32323 / 32510)
+    assert all(c.tool == "nvidia-smi" and c.vendor == "nvidia" and c.extras == {} for c in r.cards)
+    assert procs(r.processes) == [
+        (88420, "nvidia:2", "python", 27064.0),
+        (230331, "nvidia:5", "python", 32319.0),
+        (618979, "nvidia:6", "python", 2161.0),
+    ]
+
+
+def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
+    r = nvidia_smi.parse_table(
+        sample("nvidia-smi-4xRTXPRO6000-610.57.04-KMD-UMD-header-GPU1-UnknownError-gap.txt")
+    )
+    name = "NVIDIA RTX PRO 6000 Blac..."
+    assert r.version == "610.57.04"
+    assert [figures(c) for c in r.cards] == [
+        (0, name, 100.0, 88450.0, 97887.0, 299.0, 300.0, 87.0),
+        (2, name, 100.0, 88450.0, 97887.0, 298.0, 300.0, 86.0),
+        (3, name, 0.0, 10.0, 97887.0, 6.0, 300.0, 33.0),
+    ]
+    assert [c.bus_id for c in r.cards] == [
+        "00000000:16:00.0", "00000000:AC:00.0", "00000000:CA:00.0"
+    ]
+    assert procs(r.processes) == [
+        (6194, "nvidia:0", "VLLM::Worker_TP1", 88438.0),
+        (6193, "nvidia:2", "VLLM::Worker_TP0", 88438.0),
+    ]
+    assert r.notes == [GPU1_NOTE]
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "power", "mig_devices"),
+    [
+        ("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt", "535.183.01", 32.0, 3.0),
+        ("nvidia-smi-A30-MIG-4x1g.6gb-535.274.02.txt", "535.274.02", 78.0, 4.0),
+    ],
+)
+def test_table_mig_util_na(name: str, version: str, power: float, mig_devices: float) -> None:
+    r = nvidia_smi.parse_table(sample(name))
+    assert r.version == version
+    assert [figures(c) for c in r.cards] == [
+        (0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)
+    ]
+    assert r.cards[0].extras == {"mig": "Enabled", "mig_devices": mig_devices}
+    assert r.processes == []
+
+
+def test_table_59x_new_border_truncated() -> None:
+    r = nvidia_smi.parse_table(sample("nvidia-smi-RTX2060-595.71.05-new-border-truncated.txt"))
+    assert r.version == "595.71.05"
+    assert [figures(c) for c in r.cards] == [
+        (0, "NVIDIA GeForce RTX 2060", 7.0, 712.0, 6144.0, 65.0, 170.0, 53.0)
+    ]
+    assert r.cards[0].bus_id == "00000000:07:00.0"
+    assert r.processes == []
+
+
+def test_table_err_power_fragment() -> None:
+    r = nvidia_smi.parse_table(sample("nvidia-smi-V100-ERR-power-fragment-truncated.txt"))
+    assert r.version is None
+    assert [figures(c) for c in r.cards] == [(1, V100, 0.0, 593.0, 16160.0, None, 250.0, 29.0)]
+    assert r.cards[0].bus_id == "00008ED0:00:00.0"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "garbage\nmore garbage\n", "Failed to initialize NVML: Driver/library version mismatch\n",
+     "+-----+\n| GPU  Name |\n", "|   0  Tesla V100  On   | 00000000:1B:00.0 Off |"],
+)
+def test_table_garbage_raises_parse_error(text: str) -> None:
+    with pytest.raises(ParseError):
+        nvidia_smi.parse_table(text)
+
+
+def test_table_no_devices_is_empty_not_error() -> None:
+    r = nvidia_smi.parse_table("No devices were found\n")
+    assert r.cards == [] and r.notes == ["nvidia-smi: No devices were found"]
+
+
+def test_table_truncated_mid_block_keeps_what_it_saw() -> None:
+    text = sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt")
+    cut = "\n".join(text.splitlines()[:13])  # GPU 0 complete, GPU 1 header line only
+    r = nvidia_smi.parse_table(cut)
+    assert [figures(c) for c in r.cards] == [
+        (0, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 30.0),
+        (1, V100, None, None, None, None, None, None),
+    ]
+
+
+# --- csv queries ---------------------------------------------------------------------------
+
+H200 = [
+    ("GPU-a44622e3-2296-6285-0a86-84d0f6c67900", 130013.0, 100.0),
+    ("GPU-4f31bb83-f8dc-d0af-029e-bc4356e6afeb", 130053.0, 100.0),
+    ("GPU-4e9e74b7-4977-f04d-3af3-ccfe5f570e90", 105851.0, 100.0),
+    ("GPU-02dbe542-8a6f-11a4-7c2a-486b7d4e9092", 129993.0, 100.0),
+    ("GPU-cb449822-5571-be90-8303-e7558da3ea66", 106091.0, 100.0),
+    ("GPU-8e137fa6-c3d9-6980-7733-0d8df296756e", 105851.0, 100.0),
+    ("GPU-d9337494-6060-1440-039f-4654245b5764", 106139.0, 100.0),
+    ("GPU-28780eb0-24d5-1f13-59b8-ae5c23617a72", 58071.0, 0.0),
+]
+
+
+def test_query_gpu_header_with_units_8xh200() -> None:
+    r = nvidia_smi.parse_query_gpu(sample("query-gpu-csv-8xH200-uuid-mem-util-100pct.txt"))
+    assert [(c.index, c.uuid, c.mem_used_mib, c.util_pct) for c in r.cards] == [
+        (i, uuid, used, util) for i, (uuid, used, util) in enumerate(H200)
+    ]
+    assert {c.mem_total_mib for c in r.cards} == {143771.0}
+    assert {(c.name, c.power_w, c.power_cap_w, c.temp_c) for c in r.cards} == {
+        (None, None, None, None)
+    }
+
+
+def test_query_gpu_not_supported_noheader() -> None:
+    fields = (
+        "name", "utilization.gpu", "utilization.memory", "temperature.gpu", "power.draw",
+        "power.limit", "fan.speed", "pstate", "clocks.current.graphics",
+        "clocks.current.memory", "power.max_limit", "power.default_limit",
+    )
+    r = nvidia_smi.parse_query_gpu(
+        sample("query-gpu-csv-noheader-GTX770-NotSupported.txt"), fields
+    )
+    assert [figures(c) for c in r.cards] == [
+        (0, "GeForce GTX 770", None, None, None, None, None, 52.0)
+    ]
+
+
+def test_query_gpu_nounits_header_keeps_brackets_unknown_error() -> None:
+    r = nvidia_smi.parse_query_gpu(
+        sample("query-gpu-csv-nounits-RTX2080Ti-UnknownError-win442.txt")
+    )
+    assert [figures(c) for c in r.cards] == [
+        (0, "GeForce RTX 2080 Ti", 100.0, None, None, 228.82, 210.0, 56.0)
+    ]
+
+
+def test_query_gpu_our_fields_with_na_and_stderr_line() -> None:
+    text = (
+        "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error\n"
+        "0, NVIDIA H200, GPU-aaaa, 00000000:18:00.0, 97, 130013, 143771, 651.32, 700.00, 61\n"
+        "2, NVIDIA H200, GPU-cccc, 00000000:2A:00.0, [N/A], [N/A], 143771, ERR!, [Not Supported]"
+        ", [Unknown Error]\n"
+    )
+    r = nvidia_smi.parse_query_gpu(text)
+    assert [figures(c) for c in r.cards] == [
+        (0, "NVIDIA H200", 97.0, 130013.0, 143771.0, 651.32, 700.0, 61.0),
+        (2, "NVIDIA H200", None, None, 143771.0, None, None, None),
+    ]
+    assert [(c.uuid, c.bus_id) for c in r.cards] == [
+        ("GPU-aaaa", "00000000:18:00.0"), ("GPU-cccc", "00000000:2A:00.0")
+    ]
+    assert r.notes == [GPU1_NOTE]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        'Field "pci.bus_idd" is not a valid field to query.\n',
+        "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n",
+        "0, NVIDIA H200, GPU-aaaa\n",  # truncated row
+    ],
+)
+def test_query_gpu_refused_raises_parse_error(text: str) -> None:
+    with pytest.raises(ParseError):
+        nvidia_smi.parse_query_gpu(text)
+
+
+def test_compute_apps_8xh200_not_found_name() -> None:
+    r = nvidia_smi.parse_compute_apps(sample("query-compute-apps-csv-8xH200-NotFound-procname.txt"))
+    assert procs(r.processes) == [
+        (1328667, f"uuid:{H200[0][0]}", "/usr/local/bin/python3.10", 130004.0),
+        (1328668, f"uuid:{H200[1][0]}", "/usr/local/bin/python3.10", 130044.0),
+        (1425258, f"uuid:{H200[2][0]}", "python3", 105842.0),
+        (1328669, f"uuid:{H200[3][0]}", "/usr/local/bin/python3.10", 129984.0),
+        (1425259, f"uuid:{H200[4][0]}", "python3", 105842.0),
+        (1425260, f"uuid:{H200[5][0]}", "python3", 105842.0),
+        (1425261, f"uuid:{H200[6][0]}", "python3", 105842.0),
+        (1758887, f"uuid:{H200[7][0]}", None, 58060.0),
+    ]
+    # Mapped onto the cards of the 8xH200 --query-gpu sample (same machine, same UUIDs).
+    cards = nvidia_smi.parse_query_gpu(
+        sample("query-gpu-csv-8xH200-uuid-mem-util-100pct.txt")
+    ).cards
+    assert [p.card_id for p in resolve_process_cards(cards, r.processes)] == [
+        f"nvidia:{i}" for i in range(8)
+    ]
+
+
+def test_compute_apps_other_field_lists() -> None:
+    with_header = nvidia_smi.parse_compute_apps(
+        sample("query-compute-apps-csv-timestamp-RTX3090.txt")
+    )
+    no_header = nvidia_smi.parse_compute_apps(
+        sample("query-compute-apps-csv-noheader-nounits-RTX3090.txt"),
+        ("timestamp", "gpu_name", "pid", "process_name", "used_memory"),
+    )
+    expected = [(1106871, "uuid:?", "/app/llama-server", 23342.0)]
+    assert procs(with_header.processes) == expected
+    assert procs(no_header.processes) == expected
+
+
+def test_compute_apps_name_with_commas() -> None:
+    text = "00000000:18:00.0, 4242, python train.py --gpus=0,1, 1024\n"
+    r = nvidia_smi.parse_compute_apps(text)
+    assert procs(r.processes) == [
+        (4242, "bus:00000000:18:00.0", "python train.py --gpus=0, 1", 1024.0)
+    ]
+
+
+def test_compute_apps_empty_is_no_processes() -> None:
+    assert nvidia_smi.parse_compute_apps("").processes == []
+    assert nvidia_smi.parse_compute_apps("No running processes found\n").processes == []
+
+
+# --- spec and fakes ------------------------------------------------------------------------
+
+
+def test_spec_shape() -> None:
+    (spec,) = nvidia_smi.SPECS
+    required, apps = spec.queries
+    assert (spec.tool, spec.vendor, spec.group, spec.priority) == (
+        "nvidia-smi", "nvidia", "nvidia", 1
+    )
+    assert required.args == (
+        "--query-gpu=index,name,uuid,pci.bus_id,utilization.gpu,memory.used,memory.total,"
+        "power.draw,power.limit,temperature.gpu",
+        "--format=csv,noheader,nounits",
+    )
+    assert not required.optional and required.fallback is not None
+    assert required.fallback.args == () and required.fallback.parse is nvidia_smi.parse_table
+    assert apps.optional and apps.args == (
+        "--query-compute-apps=gpu_bus_id,pid,process_name,used_gpu_memory",
+        "--format=csv,noheader,nounits",
+    )
+    assert "/usr/lib/wsl/lib" in spec.search_dirs
+
+
+FAKE_CARDS = [
+    FakeCard(0, name="NVIDIA H200", util_pct=97, mem_used_mib=130013, mem_total_mib=143771,
+             power_w=651, power_cap_w=700, temp_c=61),
+    FakeCard(1, name="NVIDIA H200", util_pct=None, mem_used_mib=None, power_w=None,
+             temp_c=None, extras={"mig": "Enabled"}),
+    FakeCard(3, name="NVIDIA A30", util_pct=0, mem_used_mib=12, mem_total_mib=24576,
+             power_w=32, power_cap_w=165, temp_c=47),
+]
+FAKE_PROCS = [FakeProcess(4242, "python", 0, 130004), FakeProcess(4243, "pt_worker", 3, 10)]
+EXPECTED = [
+    (0, "NVIDIA H200", 97.0, 130013.0, 143771.0, 651.0, 700.0, 61.0),
+    (1, "NVIDIA H200", None, None, 65536.0, None, 300.0, None),
+    (3, "NVIDIA A30", 0.0, 12.0, 24576.0, 32.0, 165.0, 47.0),
+]
+
+
+def test_fake_table_round_trip() -> None:
+    r = nvidia_smi.parse_table(fake.render(FAKE_CARDS, FAKE_PROCS))
+    assert [figures(c) for c in r.cards] == EXPECTED
+    assert r.cards[1].extras == {"mig": "Enabled"}
+    assert procs(r.processes) == [
+        (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
+    ]
+    assert {len(line) for line in fake.render([FakeCard(0)]).splitlines()[1:]} == {89}
+
+
+def test_fake_csv_and_apps_round_trip_through_spec_args() -> None:
+    (spec,) = nvidia_smi.SPECS
+    required, apps = spec.queries
+    cards = required.parse(fake.render_for_args(required.args, FAKE_CARDS, FAKE_PROCS)).cards
+    assert [figures(c) for c in cards] == EXPECTED
+    assert [c.uuid for c in cards] == [fake.fake_uuid(i) for i in (0, 1, 3)]
+    processes = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS)).processes
+    assert procs(resolve_process_cards(cards, processes)) == [
+        (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
+    ]
+    with pytest.raises(ParseError):
+        required.parse(fake.render_for_args(("--bogus",), FAKE_CARDS))
+
+
+def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
+    """In table mode both the table and --query-compute-apps list the processes: bus ids map
+    the latter onto the table's cards and `resolve_process_cards` keeps one of each."""
+    (spec,) = nvidia_smi.SPECS
+    required, apps = spec.queries
+    assert required.fallback is not None
+    table = required.fallback.parse(fake.render_for_args((), FAKE_CARDS, FAKE_PROCS))
+    extra = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS))
+    assert [p.card_id for p in extra.processes] == ["bus:00000000:10:00.0", "bus:00000000:13:00.0"]
+    merged = resolve_process_cards(table.cards, [*table.processes, *extra.processes])
+    assert procs(merged) == [
+        (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
+    ]
+
+
+# --- NVML with a fake pynvml ---------------------------------------------------------------
+
+
+def fake_pynvml(
+    devices: list[dict[str, Any]], *, init_error: str | None = None
+) -> ModuleType:
+    """A stand-in for the pynvml module: same function names, figures from ``devices``.
+
+    A device dict value that is an exception class is raised by that call (NotSupported...).
+    ``"handle"`` set to an exception class makes nvmlDeviceGetHandleByIndex fail.
+    """
+    mod = ModuleType("pynvml")
+
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_NotSupported(NVMLError):
+        pass
+
+    class NVMLError_LibraryNotFound(NVMLError):
+        pass
+
+    class NVMLError_GpuIsLost(NVMLError):
+        pass
+
+    mod.NVMLError = NVMLError  # type: ignore[attr-defined]
+    mod.NVMLError_NotSupported = NVMLError_NotSupported  # type: ignore[attr-defined]
+    mod.NVMLError_LibraryNotFound = NVMLError_LibraryNotFound  # type: ignore[attr-defined]
+    mod.NVMLError_GpuIsLost = NVMLError_GpuIsLost  # type: ignore[attr-defined]
+    mod.NVML_TEMPERATURE_GPU = 0  # type: ignore[attr-defined]
+    errors = {"NotSupported": NVMLError_NotSupported, "GpuIsLost": NVMLError_GpuIsLost,
+              "LibraryNotFound": NVMLError_LibraryNotFound}
+
+    def value(handle: int, key: str) -> Any:
+        got = devices[handle][key]
+        if isinstance(got, str) and got in errors:
+            raise errors[got]()
+        return got
+
+    def init() -> None:
+        if init_error is not None:
+            raise errors[init_error]()
+
+    def handle_by_index(index: int) -> int:
+        if devices[index].get("handle") in errors:
+            raise errors[devices[index]["handle"]]()
+        return index
+
+    calls = {
+        "nvmlInit": init,
+        "nvmlDeviceGetCount": lambda: len(devices),
+        "nvmlSystemGetDriverVersion": lambda: "550.54.15",
+        "nvmlDeviceGetHandleByIndex": handle_by_index,
+        "nvmlDeviceGetName": lambda h: value(h, "name"),
+        "nvmlDeviceGetUUID": lambda h: value(h, "uuid"),
+        "nvmlDeviceGetPciInfo": lambda h: value(h, "pci"),
+        "nvmlDeviceGetUtilizationRates": lambda h: value(h, "util"),
+        "nvmlDeviceGetMemoryInfo": lambda h: value(h, "mem"),
+        "nvmlDeviceGetPowerUsage": lambda h: value(h, "power_mw"),
+        "nvmlDeviceGetEnforcedPowerLimit": lambda h: value(h, "cap_mw"),
+        "nvmlDeviceGetTemperature": lambda h, sensor: value(h, "temp"),
+        "nvmlDeviceGetMigMode": lambda h: value(h, "mig"),
+        "nvmlDeviceGetComputeRunningProcesses": lambda h: value(h, "procs"),
+    }
+    for name, fn in calls.items():
+        setattr(mod, name, fn)
+    return mod
+
+
+GIB = 1024**3
+
+
+def h200(**overrides: Any) -> dict[str, Any]:
+    device: dict[str, Any] = {
+        "name": b"NVIDIA H200",
+        "uuid": "GPU-1111",
+        "pci": SimpleNamespace(busId="00000000:18:00.0"),
+        "util": SimpleNamespace(gpu=97, memory=40),
+        "mem": SimpleNamespace(used=120 * GIB, total=141 * GIB),
+        "power_mw": 651_320, "cap_mw": 700_000, "temp": 61, "mig": (0, 0),
+        "procs": [SimpleNamespace(pid=4242, usedGpuMemory=100 * GIB)],
+    }
+    device.update(overrides)
+    return device
+
+
+@pytest.fixture
+def use_nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def install(module: ModuleType) -> None:
+        monkeypatch.setitem(sys.modules, "pynvml", module)
+        nvml.reset()
+
+    yield install
+    nvml.reset()
+
+
+def nvml_figures(card: CardReading) -> Row:
+    return (*figures(card), card.uuid, card.bus_id, card.tool)
+
+
+def test_nvml_normal_values(use_nvml: Any) -> None:
+    use_nvml(fake_pynvml([h200()]))
+    r = nvml.read_nvml()
+    assert r.version == "550.54.15"
+    assert [nvml_figures(c) for c in r.cards] == [
+        (0, "NVIDIA H200", 97.0, 122880.0, 144384.0, 651.32, 700.0, 61.0, "GPU-1111",
+         "00000000:18:00.0", "nvml")
+    ]
+    assert procs(r.processes) == [(4242, "nvidia:0", None, 102400.0)]
+    assert r.cards[0].extras == {}
+
+
+def test_nvml_not_supported_fields_are_none(use_nvml: Any) -> None:
+    use_nvml(fake_pynvml([
+        h200(util="NotSupported", power_mw="NotSupported", cap_mw="NotSupported",
+             temp="NotSupported", mig=(1, 1),
+             procs=[SimpleNamespace(pid=7, usedGpuMemory=None)]),
+    ]))
+    (card,) = nvml.read_nvml().cards
+    assert nvml_figures(card)[:8] == (0, "NVIDIA H200", None, 122880.0, 144384.0, None, None, None)
+    assert card.extras == {"mig": "Enabled"}
+    assert procs(nvml.read_nvml().processes) == [(7, "nvidia:0", None, None)]
+
+
+def test_nvml_failing_handle_skips_that_card(use_nvml: Any) -> None:
+    use_nvml(fake_pynvml([h200(), h200(handle="GpuIsLost"), h200(uuid="GPU-3333", temp=70)]))
+    r = nvml.read_nvml()
+    assert [(c.index, c.uuid, c.temp_c) for c in r.cards] == [
+        (0, "GPU-1111", 61.0), (2, "GPU-3333", 70.0)
+    ]
+    assert len(r.notes) == 1 and r.notes[0].startswith("nvml skipped GPU1")
+
+
+def test_nvml_every_handle_failing_is_an_error(use_nvml: Any) -> None:
+    use_nvml(fake_pynvml([h200(handle="GpuIsLost")]))
+    with pytest.raises(ToolFailed, match="GPU0"):
+        nvml.read_nvml()
+
+
+def test_nvml_library_not_found_is_tool_missing(use_nvml: Any) -> None:
+    use_nvml(fake_pynvml([h200()], init_error="LibraryNotFound"))
+    with pytest.raises(ToolMissing, match="NVML library did not load"):
+        nvml.read_nvml()
+
+
+def test_nvml_package_missing_is_tool_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
+    nvml.reset()
+    with pytest.raises(ToolMissing, match="nvidia-ml-py"):
+        nvml.read_nvml()
+    nvml.reset()
+
+
+def test_nvml_real_library_absent_here_is_tool_missing_or_reads() -> None:
+    """On this CI machine (no NVIDIA driver) the real pynvml must give ToolMissing, not crash."""
+    nvml.reset()
+    try:
+        reading = nvml.read_nvml()
+    except ToolMissing as exc:
+        assert "nvml" in str(exc)
+    else:  # a machine with a GPU: real cards with real figures
+        assert reading.cards and all(c.tool == "nvml" for c in reading.cards)
+    finally:
+        nvml.reset()
+
+
+def test_nvml_spec() -> None:
+    (spec,) = nvml.SPECS
+    assert (spec.tool, spec.vendor, spec.group, spec.priority, spec.names) == (
+        "nvml", "nvidia", "nvidia", 0, ()
+    )
+    assert spec.reader is nvml.read_nvml
+
+
+def test_nvml_init_cached(use_nvml: Any) -> None:
+    module = fake_pynvml([h200()])
+    count = {"n": 0}
+    real_init = module.nvmlInit
+
+    def counting_init() -> None:
+        count["n"] += 1
+        real_init()
+
+    module.nvmlInit = counting_init  # type: ignore[attr-defined]
+    use_nvml(module)
+    nvml.read_nvml()
+    nvml.read_nvml()
+    assert count["n"] == 1
+
+
+# --- every sample is tested; no input crashes a parser --------------------------------------
+
+PARSERS = (nvidia_smi.parse_table, nvidia_smi.parse_query_gpu, nvidia_smi.parse_compute_apps)
+
+
+def test_every_sample_here_has_a_test() -> None:
+    source = Path(__file__).read_text(encoding="utf-8")
+    names = sorted(f.name for f in SAMPLES.iterdir())
+    assert names, "no samples found"
+    assert [n for n in names if f'"{n}"' not in source] == []
+    index = (SAMPLES.parent / "INDEX.md").read_text(encoding="utf-8")
+    assert [n for n in names if f"| {SAMPLES.name}/{n} |" not in index] == []  # provenance
+
+
+def _parse_or_refuse(parse: Any, text: str) -> None:
+    try:
+        reading = parse(text)
+    except ParseError:
+        return
+    for card in reading.cards:
+        assert isinstance(card, CardReading)
+
+
+def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
+    for path in sorted(SAMPLES.iterdir()):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        for cut in range(len(lines) + 1):
+            for parse in PARSERS:
+                _parse_or_refuse(parse, "".join(lines[:cut]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(
+            [ln for f in sorted(SAMPLES.iterdir()) for ln in f.read_text("utf-8").splitlines()]
+        )
+        | st.text(max_size=60),
+        max_size=12,
+    )
+)
+def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
+    for parse in PARSERS:
+        _parse_or_refuse(parse, "\n".join(lines))
+
+
+def test_nvml_older_binding_without_mig_call_still_reads(use_nvml: Any) -> None:
+    module = fake_pynvml([h200()])
+    del module.nvmlDeviceGetMigMode
+    use_nvml(module)
+    (card,) = nvml.read_nvml().cards
+    assert (card.util_pct, card.power_w, card.extras) == (97.0, 651.32, {})

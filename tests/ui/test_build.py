@@ -1,0 +1,107 @@
+"""From command-line arguments to the right app: replay, live, demo fallback, no tool, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpusat_tui.cli import build_parser
+from gpusat_tui.model import Frame, RecordingHeader
+from gpusat_tui.sources.recorder import Recorder
+from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.ui import app as app_module
+from gpusat_tui.ui.app import GpusatApp, build_app, run_app
+from tests.ui.conftest import T0, FixedTracker, card, screen_text, settle
+
+
+def parse(*argv: str) -> object:
+    args = build_parser().parse_args(list(argv))
+    args.tool = dict(args.tool or [])
+    args.pid = list(args.pid or [])
+    return args
+
+
+def write_session(path: Path, n: int = 30, cards: int = 2) -> Path:
+    header = RecordingHeader(gpusat_tui_version="0.1.0", host="test", interval_s=1.0,
+                             started_at=T0, tools={"nvidia-smi": "550.1"})
+    with Recorder(path, header) as rec:
+        for i in range(n):
+            rec.write(Frame(t=T0 + i, seq=i, cards=[card(j, float(i)) for j in range(cards)]))
+    return path
+
+
+def test_replay_args_build_a_replay_app(tmp_path: Path) -> None:
+    session = write_session(tmp_path / "run.jsonl")
+    app = build_app(parse("--replay", str(session), "--speed", "4"))  # type: ignore[arg-type]
+    assert isinstance(app.source, ReplaySource)
+    assert app.source.speed == 4.0
+    assert app.no_tool is None and app.banner is None
+
+
+def test_unreadable_recording_is_one_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"not": "a header"}\n')
+    assert run_app(parse("--replay", str(bad))) == 2  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert err.startswith("gpusat-tui: ") and "Traceback" not in err
+    assert str(bad.name) in err or "header" in err
+
+
+def test_no_tool_gives_the_no_tool_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    app = build_app(parse())  # type: ignore[arg-type]
+    assert app.source is None
+    assert app.no_tool is not None and app.no_tool.startswith("No accelerator tool found")
+    assert "nvidia-smi" in app.no_tool
+
+
+def test_fallback_demo_replays_the_demo_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    demo = write_session(tmp_path / "demo.jsonl")
+    monkeypatch.setattr(app_module, "DEMO_SESSION", demo)
+    app = build_app(parse("--fallback-demo", "--record", str(tmp_path / "x.jsonl")))  # type: ignore[arg-type]
+    assert isinstance(app.source, ReplaySource)
+    assert app.banner is not None and "replay of a recorded demo session" in app.banner
+    assert not (tmp_path / "x.jsonl").exists()  # a demo is not recorded as if it were ours
+
+
+async def test_real_replay_source_under_pilot(tmp_path: Path) -> None:
+    session = write_session(tmp_path / "run.jsonl", n=40, cards=2)
+    source = ReplaySource(session, speed=64.0)
+    tracker = FixedTracker()
+    app = GpusatApp(source, tracker=tracker, clock=lambda: T0, own_cpu=lambda: 0.1)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq >= 5)
+        await pilot.press("space")
+        await pilot.pause()
+        assert source.paused is True
+        await pilot.press("home")
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 0)
+        assert tracker.resets >= 1
+        assert list(app.state.cards["nvidia:0"].util) == [0.0]
+        status = screen_text(app).splitlines()[-2]
+        assert "replay run.jsonl 0:00/0:39 at 64x PAUSED" in status
+        await pilot.press("right_square_bracket")
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 10)
+        await pilot.press("minus")
+        await pilot.pause()
+        assert source.speed == 32.0
+        await pilot.press("end")
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 39)
+        assert "GPU-Util 39%" in screen_text(app)
+
+
+def test_fallback_demo_uses_the_bundled_package_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert app_module.DEMO_SESSION.is_file()
+    app = build_app(parse("--fallback-demo"))  # type: ignore[arg-type]
+    assert isinstance(app.source, ReplaySource)
+    assert app.source.path == app_module.DEMO_SESSION
+    assert app.source.label == "replay demo.jsonl"

@@ -1,0 +1,133 @@
+"""Pure pieces of the UI: sparkline rows, gauge, literal text, process and status lines."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpusat_tui.model import Frame, ProcessSample
+from gpusat_tui.ui.state import HISTORY_POINTS, DashboardState
+from gpusat_tui.ui.text import clean, fmt, literal
+from gpusat_tui.ui.widgets.badge import badge_word
+from gpusat_tui.ui.widgets.gauge import gauge_text
+from gpusat_tui.ui.widgets.processes import process_summary, process_text
+from gpusat_tui.ui.widgets.spark import spark_rows
+from gpusat_tui.ui.widgets.status import StatusInfo, status_text
+from tests.ui.conftest import T0, card
+
+
+def test_spark_rows_fixed_scale_gaps_and_padding() -> None:
+    # Zero is blank like the padding before the first point; 1 % still shows the lowest block.
+    assert spark_rows([0.0, 50.0, 100.0, None, 1.0], 7, 1, 100.0) == ["   ▄█·▁"]
+    # Two rows: 50 % fills the bottom row exactly, 100 % both.
+    assert spark_rows([50.0, 100.0, 25.0], 3, 2, 100.0) == [" █ ", "██▄"]
+    # Only the last ``width`` points are drawn; values above the top clip.
+    assert spark_rows([100.0, 0.0, 250.0], 2, 1, 100.0) == [" █"]
+    assert spark_rows([10.0], 0, 1, 100.0) == []
+    assert spark_rows([10.0], 3, 0, 100.0) == []
+
+
+def test_gauge_text() -> None:
+    label, filled, empty = gauge_text(245.0, 300.0, 40)
+    assert label == "Power 245/300 W  82%"
+    assert (len(filled), len(empty)) == (16, 3)
+    assert gauge_text(None, 300.0, 40) == ("Power n/a", "", "")
+    assert gauge_text(120.0, None, 40) == ("Power 120 W (no cap)", "", "")
+    # Too narrow for a bar: the figures alone.
+    assert gauge_text(245.0, 300.0, 22) == ("Power 245/300 W  82%", "", "")
+    # Over the cap (boost): the bar is full, the percent says the truth.
+    label, filled, empty = gauge_text(330.0, 300.0, 30)
+    assert label == "Power 330/300 W 110%" and empty == "" and len(filled) == 9
+
+
+def test_clean_and_literal_never_interpret_data() -> None:
+    assert clean("a\x1b[31mred\x1b[0m\x07b\nc") == "ared?b c"
+    assert clean("\x1b]8;;http://x\x07link\x1b]8;;\x07") == "link"
+    assert clean("x" * 300, limit=10) == "xxxxxxxxx…"
+    assert clean(None) == ""
+    assert clean("a\u202eb\u2028c\u00a0d\u200be") == "a?b?c d?e"
+    text = literal("[bold]x[/]")
+    assert text.plain == "[bold]x[/]" and text.spans == []
+    assert fmt(None, "%") == "n/a" and fmt(0.0, "%") == "0%" and fmt(1.25, " W", 1) == "1.2 W"
+
+
+def test_badge_words() -> None:
+    assert badge_word("starving", "io-bound") == "STARVING (io-bound)"
+    assert badge_word("starving", "io-bound", short=True) == "STARVING"
+    assert badge_word("saturated", "x") == "SATURATED"
+    assert badge_word("nonsense") == "UNKNOWN"
+
+
+def test_process_summary_and_rows() -> None:
+    procs = [
+        ProcessSample(pid=10, role="trainer", name="python train.py", cpu_pct=101.0,
+                      state="running", pin_cpu_pct=33.0),
+        ProcessSample(pid=11, role="dataloader_worker", name="w", cpu_pct=99.0,
+                      state="running", trainer_pid=10),
+        ProcessSample(pid=12, role="dataloader_worker", name="w", cpu_pct=None,
+                      state="disk-sleep", trainer_pid=10),
+    ]
+    assert process_summary(procs) == (
+        "1 trainer · 2 workers (1 disk-sleep, 1 running) · workers 99% CPU"
+    )
+    lines = process_text(procs).plain.splitlines()
+    assert lines[1] == "trainer      10   101% running    python train.py  pin-memory 33%"
+    assert lines[2] == " worker      11    99% running    w"
+    assert lines[3] == " worker      12    n/a disk-sleep w"
+    assert process_summary([]).startswith("No training process found")
+    many = [ProcessSample(pid=i, role="dataloader_worker", name="w", trainer_pid=1)
+            for i in range(2, 20)]
+    assert process_text(many, max_rows=5).plain.splitlines()[-1] == "… 13 more"
+
+
+def test_status_text() -> None:
+    info = StatusInfo(
+        source="live · recording to run.jsonl", interval_s=1.0, own_cpu_pct=0.37,
+        stale=(("amd:1", 12.4),), errors=(("rocm-smi", "timeout", "killed after 2 s"),),
+    )
+    assert status_text(info).plain == (
+        "live · recording to run.jsonl · every 1 s · stale amd:1 12 s"
+        " · rocm-smi hung: killed after 2 s · monitor 0.4% CPU"
+    )
+    assert status_text(StatusInfo(source="live", quiet_s=9.0)).plain == (
+        "live · no frame for 9 s · monitor … CPU"
+    )
+
+
+def test_state_history_is_bounded_and_resets() -> None:
+    state = DashboardState()
+    for i in range(HISTORY_POINTS + 30):
+        state.push(Frame(t=T0 + i, cards=[card(0, float(i % 100), power=350.0, cap=700.0),
+                                           card(1, None, power=80.0, cap=None)]))
+    util = state.cards["nvidia:0"].util
+    assert len(util) == HISTORY_POINTS and util[-1] == float((HISTORY_POINTS + 29) % 100)
+    assert state.cards["nvidia:0"].power[-1] == 50.0  # % of cap
+    assert state.cards["nvidia:1"].power[-1] == 80.0  # watts when no cap is known
+    assert state.cards["nvidia:1"].util[-1] is None
+    assert state.cards["nvidia:0"].mem[-1] == 50.0
+    state.reset()
+    assert state.cards == {} and state.frames_seen == 0
+
+
+@given(st.text(max_size=300))
+def test_clean_output_is_always_printable_single_line(raw: str) -> None:
+    out = clean(raw)
+    assert "\n" not in out and "\x1b" not in out
+    assert all(ch.isprintable() for ch in out)
+    assert len(out) <= 200
+    assert literal(raw).plain == out
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False,
+                                            min_value=-1e6, max_value=1e6)), max_size=50),
+    st.integers(min_value=-2, max_value=80),
+    st.integers(min_value=-1, max_value=4),
+)
+def test_spark_rows_shape_for_any_data(values: list[float | None], width: int,
+                                       height: int) -> None:
+    rows = spark_rows(values, width, height, 100.0)
+    if width <= 0 or height <= 0:
+        assert rows == []
+    else:
+        assert len(rows) == height and all(len(r) == width for r in rows)

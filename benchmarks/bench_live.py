@@ -3,7 +3,7 @@
 Run: ``python benchmarks/bench_live.py [--polls 40] [--interval 0.25]``. Puts a fake of every
 vendor tool (tests/fakes: ``#!/bin/sh`` scripts printing real-format tables, 8 cards each) in a
 temporary folder and polls them one vendor at a time, then all at once, through `LiveSource`.
-Prints wall time per poll and CPU per poll (this process + its reaped children, os.times), and
+Prints wall time per poll and CPU per poll (this process + its reaped children, getrusage), and
 the median ``Frame.monitor_cpu_pct`` the dashboard would show. The fake tools are shell scripts, so
 the child CPU is an upper bound for fork+exec+print, not a real vendor tool's own cost.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -28,8 +28,8 @@ from tests.fakes.tool import FakeBin
 
 
 def cpu_now() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 async def bench(specs: list, path: str, polls: int, interval: float) -> tuple[float, float, float]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -394,11 +395,11 @@ def run_check(args: argparse.Namespace) -> int:
     # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
     elapsed, signum = asyncio.run(_collect(polled, builder, args.duration))
     report = builder.report(elapsed)
-    if args.json:
-        print(report.model_dump_json())
-    else:
-        print(render_human(report))
-    sys.stdout.flush()
+    try:
+        print(report.model_dump_json() if args.json else render_human(report), flush=True)
+    except BrokenPipeError:  # `check | head`: the reader left; nothing more to say
+        # Point stdout at /dev/null so the interpreter's exit-time flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if signum is not None:
         return 128 + signum
     return 0

@@ -431,3 +431,15 @@ def test_a_process_listed_by_the_tool_is_followed_on_its_card(fake_bin: FakeBin)
     assert (proc["pid"], proc["role"], proc["card_ids"]) == (trainer.pid, "trainer", ["hygon:1"])
     # A sleeping process: its CPU is measured (from the second tick) and near zero.
     assert proc["cpu_pct"]["last"] is not None and proc["cpu_pct"]["max"] < 5.0
+
+
+def test_a_reader_that_leaves_early_is_no_crash(fake_bin: FakeBin) -> None:
+    fake_bin.add_for_spec(spec_named("hy-smi"), SCENARIO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusat_tui", "check", "--duration", "0.5", "--interval", "0.5"],
+        env=fake_bin.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # like `gpusat-tui check | head -0`
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and b"Traceback" not in err

@@ -377,6 +377,20 @@ async def test_group_falls_through_a_tool_that_refuses_on_the_first_poll(
     assert src.tools == {"toy-b": str(fake_bin.dir / "toy-b")}
 
 
+async def test_group_falls_through_a_tool_that_hangs_on_the_first_poll(
+    fake_bin: FakeBin,
+) -> None:
+    first = toy_spec("toy-a", group="fam", priority=0)
+    second = toy_spec("toy-b", group="fam", priority=1)
+    fake_bin.add("toy-a", toy_render, [Step(mode="hang")])
+    fake_bin.add("toy-b", toy_render, [[card(0, 44)]])
+    frame = await source(fake_bin, first, second, timeout=0.3).poll_once()
+    assert [(c.id, c.util_pct) for c in frame.cards] == [("hygon:0", 44.0)]
+    assert frame.errors == []
+    assert "toy-a not used (toy-a did not answer within 0.3 s; killed); trying toy-b" in frame.notes
+    assert leftover_processes(fake_bin.dir, grace=1.0) == []
+
+
 async def test_last_tool_of_a_group_is_kept_and_its_errors_reported(fake_bin: FakeBin) -> None:
     fake_bin.add("toy-smi", toy_render, [Step(mode="fail"), [card(0, 5)]])
     first, second = await poll_n(source(fake_bin, toy_spec()), 2)
@@ -589,3 +603,11 @@ def test_zombie_check_can_see_a_zombie() -> None:
     assert child.pid in [z.pid for z in zombie_children()]
     child.wait()
     assert child.pid not in [z.pid for z in zombie_children()]
+
+
+@pytest.mark.parametrize(("interval", "timeout", "expected"),
+                         [(0.25, None, 1.0), (1.0, None, 1.0), (2.5, None, 2.5), (1.0, 0.3, 0.3)])
+def test_timeout_defaults_to_the_interval_but_at_least_one_second(
+    interval: float, timeout: float | None, expected: float
+) -> None:
+    assert LiveSource(interval=interval, timeout=timeout, specs=[]).timeout == expected

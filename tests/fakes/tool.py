@@ -26,6 +26,7 @@ from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
+from gpusat_tui.collectors import COLLECTOR_MODULES
 from gpusat_tui.collectors.base import ToolSpec, card_args
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
@@ -177,9 +178,10 @@ def parsed_cards(spec: ToolSpec, render: Renderer, steps: Sequence[Step]) -> lis
 
 def formats_module(spec: ToolSpec) -> ModuleType:
     """``tests/fakes/formats/<collector module>.py`` of the collector that defines ``spec``."""
-    module = spec.queries[0].parse.__module__ if spec.queries else ""
-    name = module.rsplit(".", 1)[-1]
-    return import_module(f"tests.fakes.formats.{name}")
+    for name in COLLECTOR_MODULES:
+        if spec in import_module(f"gpusat_tui.collectors.{name}").SPECS:
+            return import_module(f"tests.fakes.formats.{name}")
+    raise LookupError(f"no collector module defines {spec.tool}")
 
 
 def renderer_for(spec: ToolSpec) -> Renderer:

@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.stats import RunningStats
+from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.model import (
     SCHEMA_VERSION,
@@ -316,15 +317,6 @@ def render_human(report: CheckReport) -> str:
 # --- running ---------------------------------------------------------------------------------
 
 
-def _make_tracker() -> Any | None:
-    """The verdict engine, when this build has it (kinds stay "unknown" otherwise)."""
-    try:
-        from gpusat_tui.analysis.tracker import VerdictTracker
-    except ImportError:
-        return None
-    return VerdictTracker(window_s=30.0)
-
-
 def _recording_source(path: str, source: Any) -> Any:
     """Wrap the live source so that every Frame is also appended to ``path`` (JSONL)."""
     from gpusat_tui.sources.recorder import RecordingSource, make_header
@@ -349,12 +341,12 @@ async def _collect(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
-    tracker = _make_tracker()
+    tracker = VerdictTracker(window_s=30.0)
     start = time.monotonic()
     try:
         async with contextlib.aclosing(source.frames()) as frames:
             async for frame in frames:
-                assessment = tracker.push(frame) if tracker is not None else None
+                assessment = tracker.push(frame)
                 builder.add(frame, assessment)
                 # Poll k starts at k * interval: stop when the next one would start at or past
                 # the end (or when overrunning polls already used the time up).

@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gpusat_tui.collectors import npu_smi
 from gpusat_tui.collectors.base import ParseError, card_args
 from gpusat_tui.collectors.npu_smi import parse_info, parse_usages
 from gpusat_tui.model import CardProcess, CardReading
+from tests.collector_helpers import (
+    assert_every_truncation_parses_or_is_refused,
+    card_figures,
+    read_sample,
+    samples_dir,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import npu_smi as fake
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "ascend"
+SAMPLES = samples_dir("ascend")
 
 #: (index, name, bus, util, used, total, power, temp) per chip; cap is never in `npu-smi info`.
 Row = tuple[int, str, str, float, float, float, float | None, float]
 
 
 def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
+    return read_sample(SAMPLES, name)
 
 
 def check(cards: list[CardReading], rows: list[Row]) -> None:
@@ -228,8 +232,7 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     procs = [FakeProcess(pid=4242, name="python", card_index=1, mem_mib=1100.0)]
     reading = parse_info(fake.render_for_args(("info",), cards, procs))
-    assert [(c.index, c.name, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.power_w,
-             c.power_cap_w, c.temp_c) for c in reading.cards] == [
+    assert card_figures(reading.cards) == [
         (0, "910B2", 87.0, 60000.0, 65536.0, 312.5, None, 61.0),
         (1, "910B2", 3.0, 1200.0, 65536.0, None, None, 44.0),
     ]
@@ -255,14 +258,6 @@ def test_ansi_codes_around_the_table_are_ignored() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.txt")))
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
-    text = (SAMPLES / name).read_text(encoding="utf-8")
-    parsed = 0
-    for end in range(0, len(text) + 1, 5):
-        for parse in (parse_info, parse_usages):
-            try:
-                reading = parse(text[:end])
-            except ParseError:
-                continue
-            parsed += 1
-            assert all(card.vendor == 'ascend' for card in reading.cards)
-    assert parsed > 0
+    assert_every_truncation_parses_or_is_refused(
+        read_sample(SAMPLES, name), (parse_info, parse_usages), "ascend"
+    )

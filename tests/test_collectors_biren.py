@@ -16,6 +16,7 @@ from gpusat_tui.collectors import birensmi
 from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.birensmi import parse_default
 from gpusat_tui.model import CardProcess
+from tests.collector_helpers import card_figures
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import birensmi as fake
 
@@ -90,8 +91,7 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     procs = [FakeProcess(pid=77, name="python", card_index=0, mem_mib=11000.0)]
     reading = parse_default(fake.render_for_args((), cards, procs))
-    assert [(c.index, c.name, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.power_w,
-             c.power_cap_w, c.temp_c) for c in reading.cards] == [
+    assert card_figures(reading.cards) == [
         (0, "BR104P", 64.0, 12000.0, 32768.0, 180.0, 300.0, 58.0),
         (1, "BR104P", 0.0, 0.0, 32768.0, 60.0, 300.0, 35.0),
     ]

@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gpusat_tui.collectors import cnmon
 from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.cnmon import parse_default
 from gpusat_tui.model import CardProcess, CardReading
+from tests.collector_helpers import (
+    assert_every_truncation_parses_or_is_refused,
+    card_figures,
+    read_sample,
+    samples_dir,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import cnmon as fake
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "cambricon"
+SAMPLES = samples_dir("cambricon")
 
 #: (index, name, bus, util, used, total, power, cap, temp)
 Row = tuple[int, str, str | None, float, float, float, float, float, float]
 
 
 def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
+    return read_sample(SAMPLES, name)
 
 
 def check(cards: list[CardReading], rows: list[Row]) -> None:
@@ -119,8 +123,7 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     procs = [FakeProcess(pid=777, name="python train.py", card_index=0, mem_mib=19000.0)]
     reading = parse_default(fake.render_for_args((), cards, procs))
-    assert [(c.index, c.name, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.power_w,
-             c.power_cap_w, c.temp_c) for c in reading.cards] == [
+    assert card_figures(reading.cards) == [
         (0, "MLU370-X8", 93.0, 20000.0, 23374.0, 212.0, 250.0, 71.0),
         (1, "MLU220-M2", 5.0, 967.0, 4096.0, 3.7, 8.25, 51.0),
     ]
@@ -141,14 +144,6 @@ def test_ansi_codes_are_ignored() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.txt")))
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
-    text = (SAMPLES / name).read_text(encoding="utf-8")
-    parsed = 0
-    for end in range(0, len(text) + 1, 5):
-        for parse in (parse_default,):
-            try:
-                reading = parse(text[:end])
-            except ParseError:
-                continue
-            parsed += 1
-            assert all(card.vendor == 'cambricon' for card in reading.cards)
-    assert parsed > 0
+    assert_every_truncation_parses_or_is_refused(
+        read_sample(SAMPLES, name), (parse_default,), "cambricon"
+    )

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gpusat_tui.collectors import amd_smi, hy_smi, rocm_smi
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
+from tests.collector_helpers import (
+    assert_every_line_prefix_parses_or_is_refused,
+    assert_every_sample_tested_and_indexed,
+    parse_or_refuse,
+    read_sample,
+    sample_lines_and_noise,
+    samples_dir,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import hy_smi as fake
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "hygon"
+SAMPLES = samples_dir("hygon")
 
 Row = tuple[Any, ...]
 
 
 def sample(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
+    return read_sample(SAMPLES, name)
 
 
 def figures(card: CardReading) -> Row:
@@ -185,41 +191,15 @@ PARSERS = (hy_smi.parse_table, hy_smi.parse_pids, rocm_smi.parse_table, rocm_smi
 
 
 def test_every_sample_here_has_a_test() -> None:
-    source = Path(__file__).read_text(encoding="utf-8")
-    names = sorted(f.name for f in SAMPLES.iterdir())
-    assert names, "no samples found"
-    assert [n for n in names if f'"{n}"' not in source] == []
-    index = (SAMPLES.parent / "INDEX.md").read_text(encoding="utf-8")
-    assert [n for n in names if f"| {SAMPLES.name}/{n} |" not in index] == []  # provenance
-
-
-def _parse_or_refuse(parse: Any, text: str) -> None:
-    try:
-        reading = parse(text)
-    except ParseError:
-        return
-    for card in reading.cards:
-        assert isinstance(card, CardReading)
+    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
 
 
 def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    for path in sorted(SAMPLES.iterdir()):
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        for cut in range(len(lines) + 1):
-            for parse in PARSERS:
-                _parse_or_refuse(parse, "".join(lines[:cut]))
+    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(
-        st.sampled_from(
-            [ln for f in sorted(SAMPLES.iterdir()) for ln in f.read_text("utf-8").splitlines()]
-        )
-        | st.text(max_size=60),
-        max_size=12,
-    )
-)
+@given(sample_lines_and_noise(SAMPLES))
 def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
     for parse in PARSERS:
-        _parse_or_refuse(parse, "\n".join(lines))
+        parse_or_refuse(parse, "\n".join(lines))

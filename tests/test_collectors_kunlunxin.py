@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gpusat_tui.collectors import xpu_smi
 from gpusat_tui.collectors.base import ParseError, merge_cards
 from gpusat_tui.collectors.xpu_smi import identify, parse_default, parse_machine
 from gpusat_tui.model import CardProcess
+from tests.collector_helpers import (
+    SMI_SAMPLES,
+    assert_every_truncation_parses_or_is_refused,
+    read_sample,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import xpu_smi as fake
 
-ROOT = Path(__file__).resolve().parent.parent / "samples" / "smi"
+ROOT = SMI_SAMPLES
 KUNLUN = ROOT / "kunlunxin"
 INTEL_SAMPLES = [
     "xpu-smi-dump-6xMax1550-Aurora-util-NA.txt",
@@ -23,7 +26,7 @@ INTEL_SAMPLES = [
 
 
 def read(vendor: str, name: str) -> str:
-    return (ROOT / vendor / name).read_text(encoding="utf-8")
+    return read_sample(ROOT / vendor, name)
 
 
 def test_k200_two_logical_devices_per_card_no_power_no_temp() -> None:
@@ -165,14 +168,6 @@ def test_round_trip_through_fake_renderer() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in KUNLUN.glob("*.txt")))
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
-    text = (KUNLUN / name).read_text(encoding="utf-8")
-    parsed = 0
-    for end in range(0, len(text) + 1, 5):
-        for parse in (parse_default, parse_machine):
-            try:
-                reading = parse(text[:end])
-            except ParseError:
-                continue
-            parsed += 1
-            assert all(card.vendor == 'kunlunxin' for card in reading.cards)
-    assert parsed > 0
+    assert_every_truncation_parses_or_is_refused(
+        read_sample(KUNLUN, name), (parse_default, parse_machine), "kunlunxin"
+    )

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gpusat_tui.collectors import mthreads_gmi
 from gpusat_tui.collectors.base import ParseError, ToolReading
 from gpusat_tui.collectors.mthreads_gmi import parse_default
 from gpusat_tui.model import CardProcess
+from tests.collector_helpers import (
+    assert_every_truncation_parses_or_is_refused,
+    card_figures,
+    read_sample,
+    samples_dir,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import mthreads_gmi as fake
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "moorethreads"
+SAMPLES = samples_dir("moorethreads")
 
 
 def read(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
+    return read_sample(SAMPLES, name)
 
 
 def figures(reading: ToolReading) -> list[tuple[object, ...]]:
@@ -91,8 +95,7 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     procs = [FakeProcess(pid=9001, name="python", card_index=0, mem_mib=39000.0)]
     reading = parse_default(fake.render_for_args((), cards, procs))
-    assert [(c.index, c.name, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.power_w,
-             c.power_cap_w, c.temp_c) for c in reading.cards] == [
+    assert card_figures(reading.cards) == [
         (0, "MTT S4000", 97.0, 40000.0, 49152.0, None, None, 77.0),
         (1, "MTT S80", 3.0, 662.0, 16384.0, None, None, 41.0),
     ]
@@ -104,14 +107,6 @@ def test_round_trip_through_fake_renderer() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.glob("*.txt")))
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
-    text = (SAMPLES / name).read_text(encoding="utf-8")
-    parsed = 0
-    for end in range(0, len(text) + 1, 5):
-        for parse in (parse_default,):
-            try:
-                reading = parse(text[:end])
-            except ParseError:
-                continue
-            parsed += 1
-            assert all(card.vendor == 'mthreads' for card in reading.cards)
-    assert parsed > 0
+    assert_every_truncation_parses_or_is_refused(
+        read_sample(SAMPLES, name), (parse_default,), "mthreads"
+    )

@@ -3,28 +3,34 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gpusat_tui.collectors import nvidia_smi, nvml
 from gpusat_tui.collectors.base import resolve_process_cards
 from gpusat_tui.errors import ParseError, ToolFailed, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading
+from tests.collector_helpers import (
+    assert_every_line_prefix_parses_or_is_refused,
+    assert_every_sample_tested_and_indexed,
+    parse_or_refuse,
+    read_sample,
+    sample_lines_and_noise,
+    samples_dir,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import nvidia_smi as fake
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi" / "nvidia"
+SAMPLES = samples_dir("nvidia")
 
 Row = tuple[Any, ...]
 
 
 def sample(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
+    return read_sample(SAMPLES, name)
 
 
 def figures(card: CardReading) -> Row:
@@ -549,44 +555,18 @@ PARSERS = (nvidia_smi.parse_table, nvidia_smi.parse_query_gpu, nvidia_smi.parse_
 
 
 def test_every_sample_here_has_a_test() -> None:
-    source = Path(__file__).read_text(encoding="utf-8")
-    names = sorted(f.name for f in SAMPLES.iterdir())
-    assert names, "no samples found"
-    assert [n for n in names if f'"{n}"' not in source] == []
-    index = (SAMPLES.parent / "INDEX.md").read_text(encoding="utf-8")
-    assert [n for n in names if f"| {SAMPLES.name}/{n} |" not in index] == []  # provenance
-
-
-def _parse_or_refuse(parse: Any, text: str) -> None:
-    try:
-        reading = parse(text)
-    except ParseError:
-        return
-    for card in reading.cards:
-        assert isinstance(card, CardReading)
+    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
 
 
 def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    for path in sorted(SAMPLES.iterdir()):
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        for cut in range(len(lines) + 1):
-            for parse in PARSERS:
-                _parse_or_refuse(parse, "".join(lines[:cut]))
+    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(
-        st.sampled_from(
-            [ln for f in sorted(SAMPLES.iterdir()) for ln in f.read_text("utf-8").splitlines()]
-        )
-        | st.text(max_size=60),
-        max_size=12,
-    )
-)
+@given(sample_lines_and_noise(SAMPLES))
 def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
     for parse in PARSERS:
-        _parse_or_refuse(parse, "\n".join(lines))
+        parse_or_refuse(parse, "\n".join(lines))
 
 
 def test_nvml_older_binding_without_mig_call_still_reads(use_nvml: Any) -> None:

@@ -22,7 +22,14 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gpusat_tui.analysis.verdict import DEFAULT_THRESHOLDS, JOB_KEY, Thresholds, judge
+from gpusat_tui.analysis.verdict import (
+    DEFAULT_THRESHOLDS,
+    JOB_KEY,
+    FrameFacts,
+    Thresholds,
+    frame_facts,
+    judge_prepared,
+)
 from gpusat_tui.analysis.window import card_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
 
@@ -64,8 +71,12 @@ class VerdictTracker:
         # The recent window must be able to reach min_samples, or it would only say unknown.
         self.recent_polls = max(recent_polls, thresholds.min_samples)
         self.max_frames = max(max_frames, self.recent_polls)
-        # (absolute poll number, time used for the window, frame)
-        self._frames: deque[tuple[int, float, Frame]] = deque(maxlen=self.max_frames)
+        # (absolute poll number, time used for the window, frame, its facts). The facts are
+        # read once per frame here, not once per window judged: every push re-judges up to
+        # `window_s` of polls, and re-reading them dominated the cost.
+        self._frames: deque[tuple[int, float, Frame, FrameFacts]] = deque(
+            maxlen=self.max_frames
+        )
         self._count = 0
         self._shown: dict[str, _Shown] = {}
         self._assessment = Assessment()
@@ -80,7 +91,7 @@ class VerdictTracker:
     @property
     def window(self) -> Sequence[Frame]:
         """The frames held now (at most ``window_s`` seconds and ``max_frames`` polls)."""
-        return tuple(frame for _, _, frame in self._frames)
+        return tuple(entry[2] for entry in self._frames)
 
     def reset(self) -> None:
         """Forget everything (replay seek, or a new session)."""
@@ -98,19 +109,20 @@ class VerdictTracker:
         elif self._frames and t < self._frames[-1][1]:
             # Time went backwards: a replay seek. Old evidence describes another moment.
             self.reset()
-        self._frames.append((self._count, t, frame))
+        self._frames.append((self._count, t, frame, frame_facts(frame)))
         self._count += 1
         horizon = t - self.window_s
         while self._frames and self._frames[0][1] < horizon:
             self._frames.popleft()
 
-        frames = [f for _, _, f in self._frames]
+        frames = [entry[2] for entry in self._frames]
+        facts = [entry[3] for entry in self._frames]
         first = self._frames[0][0]
         cache: dict[int, Assessment] = {}
 
         def judged(offset: int) -> Assessment:
             if offset not in cache:
-                cache[offset] = judge(frames[offset:], self.thresholds)
+                cache[offset] = judge_prepared(frames[offset:], facts[offset:], self.thresholds)
             return cache[offset]
 
         def evidence(since: int) -> Assessment:

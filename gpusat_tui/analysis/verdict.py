@@ -39,19 +39,19 @@ others; otherwise it summarises the cards.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 from gpusat_tui.analysis.window import (
     Stats,
-    card_ids,
-    card_readings,
+    _card_id,
+    _cards_of,
     interval_s,
     num,
     reversals,
-    stats,
 )
 from gpusat_tui.model import UTIL_LABELS, Assessment, Frame, ProcessSample, Verdict
 
@@ -59,8 +59,11 @@ __all__ = [
     "ALLOC_CONF_VARS",
     "DEFAULT_THRESHOLDS",
     "STARVING_CAUSES",
+    "FrameFacts",
     "Thresholds",
+    "frame_facts",
     "judge",
+    "judge_prepared",
 ]
 
 #: Causes a ``starving`` verdict can carry.
@@ -195,28 +198,159 @@ def _card_ids_of(proc: ProcessSample) -> list[str]:
     return [i for i in ids if isinstance(i, str)] if isinstance(ids, list | tuple) else []
 
 
+def _hashable(value: object) -> object:
+    """``value`` if it can be a dict key, else None (objects built without validation)."""
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _ProcFacts:
+    """The figures of one ProcessSample the verdict reads, taken once per frame."""
+
+    pid: object
+    is_trainer: bool
+    is_worker: bool
+    trainer_pid: object
+    card_ids: tuple[str, ...]
+    cpu: float | None
+    pin: float | None
+    #: The psutil state when it is a string (anything else is not counted).
+    state: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _CardFacts:
+    """One card reading's figures as the verdict reads them: each already cleaned (`num`, or
+    a percentage capped at 100), so the window's statistics need no second pass."""
+
+    card: object
+    fresh: bool
+    stale_s: float | None
+    util: float | None
+    mem_pct: float | None
+    mem_used: float | None
+    mem_total: float | None
+    power: float | None
+    cap: float | None
+    pfrac: float | None
+
+
+def _card_facts(card: object) -> _CardFacts:
+    stale = getattr(card, "stale_s", None)
+    power = num(getattr(card, "power_w", None))
+    cap = num(getattr(card, "power_cap_w", None))
+    return _CardFacts(
+        card=card,
+        fresh=stale is None,
+        stale_s=num(stale),
+        util=_pct_or_none(getattr(card, "util_pct", None)),
+        mem_pct=_mem_pct(card),
+        mem_used=num(getattr(card, "mem_used_mib", None)),
+        mem_total=num(getattr(card, "mem_total_mib", None)),
+        power=power,
+        cap=cap,
+        pfrac=num(power / cap) if power is not None and cap else None,
+    )
+
+
+def _clean_stats(values: Iterable[float | None]) -> Stats | None:
+    """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
+    items = list(values)
+    present = [v for v in items if v is not None]
+    if not present:
+        return None
+    return Stats(
+        n=len(present),
+        missing=len(items) - len(present),
+        mean=math.fsum(present) / len(present),
+        median=statistics.median(present),
+        min=min(present),
+        max=max(present),
+        last=present[-1],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FrameFacts:
+    """What the verdict reads of one Frame, extracted once.
+
+    Judging re-reads the same frames on every poll (the tracker judges a 30 s window each
+    second), and walking pydantic objects through ``getattr``/`num` dominated that cost. A
+    frame is immutable, so its facts can be taken once and reused by every window that holds
+    it (see `judge_prepared`).
+    """
+
+    #: First reading of each card id in the frame, in frame order.
+    cards: dict[str, _CardFacts]
+    procs: tuple[_ProcFacts, ...]
+    iowait: float | None
+    host_cpu: float | None
+    cpu_count: int | None
+
+
+def frame_facts(frame: Frame) -> FrameFacts:
+    """The facts of one frame (never raises on odd figures)."""
+    cards: dict[str, _CardFacts] = {}
+    for card in _cards_of(frame):
+        cid = _card_id(card)
+        if cid is not None and cid not in cards:
+            cards[cid] = _card_facts(card)
+    procs = []
+    for proc in _processes(frame):
+        role = getattr(proc, "role", None)
+        state = getattr(proc, "state", None)
+        procs.append(
+            _ProcFacts(
+                pid=_hashable(getattr(proc, "pid", -1)),
+                is_trainer=bool(role == "trainer"),
+                is_worker=bool(role == "dataloader_worker"),
+                trainer_pid=_hashable(getattr(proc, "trainer_pid", None)),
+                card_ids=tuple(_card_ids_of(proc)),
+                cpu=num(getattr(proc, "cpu_pct", None)),
+                pin=num(getattr(proc, "pin_cpu_pct", None)),
+                state=state if isinstance(state, str) else None,
+            )
+        )
+    iowait = host_cpu = None
+    cpu_count: int | None = None
+    host = getattr(frame, "host", None)
+    if host is not None:
+        iowait = num(getattr(host, "iowait_pct", None))
+        host_cpu = num(getattr(host, "cpu_pct", None))
+        count = getattr(host, "cpu_count", None)
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            cpu_count = count
+    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count)
+
+
 class _ProcessTie:
     """Which processes count as evidence for which card (see the module docstring)."""
 
-    def __init__(self, frames: Sequence[Frame]) -> None:
-        self.trainer_cards: dict[int, set[str]] = {}
+    def __init__(self, facts: Sequence[FrameFacts]) -> None:
+        self.trainer_cards: dict[object, set[str]] = {}
         self.any_card_ids = False
-        for frame in frames:
-            for proc in _processes(frame):
-                ids = _card_ids_of(proc)
-                if ids:
+        for ff in facts:
+            for proc in ff.procs:
+                if proc.card_ids:
                     self.any_card_ids = True
-                if getattr(proc, "role", None) == "trainer" and ids:
-                    self.trainer_cards.setdefault(getattr(proc, "pid", -1), set()).update(ids)
+                    if proc.is_trainer:
+                        self.trainer_cards.setdefault(proc.pid, set()).update(proc.card_ids)
+        self._tied_sets: dict[tuple[tuple[str, ...], bool, object], frozenset[str]] = {}
 
-    def tied(self, proc: ProcessSample, card_id: str) -> bool:
-        if not self.any_card_ids:
-            return True
-        if card_id in _card_ids_of(proc):
-            return True
-        if getattr(proc, "role", None) == "dataloader_worker":
-            return card_id in self.trainer_cards.get(getattr(proc, "trainer_pid", None), ())
-        return False
+    def tied_cards(self, proc: _ProcFacts) -> frozenset[str]:
+        """The cards ``proc`` is evidence for (only meaningful when ``any_card_ids``)."""
+        key = (proc.card_ids, proc.is_worker, proc.trainer_pid)
+        found = self._tied_sets.get(key)
+        if found is None:
+            cards = set(proc.card_ids)
+            if proc.is_worker:
+                cards.update(self.trainer_cards.get(proc.trainer_pid, ()))
+            found = self._tied_sets[key] = frozenset(cards)
+        return found
 
     def groups(self, active: Iterable[str]) -> tuple[list[list[str]], str]:
         """Cards that belong to one job, and how that was decided."""
@@ -240,6 +374,39 @@ class _ProcessTie:
         for c in active:
             groups.setdefault(find(c), []).append(c)
         return list(groups.values()), "cards grouped by the trainer process that drives them"
+
+
+class _EvidenceCache:
+    """Host evidence of one window, computed on demand and shared between cards.
+
+    The evidence depends on the card only through which processes are tied to it: without card
+    ids every process serves every card (one computation for all cards), and with them cards
+    tied to the same processes share one. Only a ``starving`` verdict reads it, so a window of
+    saturated cards never computes it at all.
+    """
+
+    def __init__(self, facts: Sequence[FrameFacts], tie: _ProcessTie) -> None:
+        self._facts = facts
+        self._tie = tie
+        self._tied: list[list[frozenset[str]]] | None = None
+        self._distinct: list[frozenset[str]] = []
+        self._by_key: dict[object, _HostEvidence] = {}
+
+    def __call__(self, card_id: str) -> _HostEvidence:
+        if not self._tie.any_card_ids:
+            key: object = None
+            tied_sets = None
+        else:
+            if self._tied is None:
+                self._tied = [[self._tie.tied_cards(p) for p in ff.procs] for ff in self._facts]
+                self._distinct = list({s for sets in self._tied for s in sets})
+            # Cards in the same distinct tie sets are tied to exactly the same processes.
+            key = frozenset(i for i, s in enumerate(self._distinct) if card_id in s)
+            tied_sets = self._tied
+        found = self._by_key.get(key)
+        if found is None:
+            found = self._by_key[key] = _host_evidence(self._facts, card_id, tied_sets)
+        return found
 
 
 @dataclass
@@ -267,7 +434,13 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _host_evidence(frames: Sequence[Frame], card_id: str, tie: _ProcessTie) -> _HostEvidence:
+def _host_evidence(
+    facts: Sequence[FrameFacts],
+    card_id: str,
+    tied_sets: Sequence[Sequence[frozenset[str]]] | None,
+) -> _HostEvidence:
+    """``tied_sets[i][j]``: the cards process j of frame i serves; None: every process serves
+    every card (no card ids anywhere in the window)."""
     ev = _HostEvidence()
     trainer_cpus: list[float] = []
     pin_cpus: list[float] = []
@@ -278,44 +451,42 @@ def _host_evidence(frames: Sequence[Frame], card_id: str, tie: _ProcessTie) -> _
     states = 0
     iowaits: list[float] = []
     host_cpus: list[float] = []
-    for frame in frames:
-        procs = _processes(frame)
-        tied = [p for p in procs if tie.tied(p, card_id)]
+    for i, ff in enumerate(facts):
+        procs = ff.procs
+        if tied_sets is None:
+            tied: Sequence[_ProcFacts] = procs
+        else:
+            tied = [p for p, s in zip(procs, tied_sets[i], strict=True) if card_id in s]
         if procs and not tied:
             ev.foreign_processes = True
         ev.n_process_samples += len(tied)
-        trainers = [p for p in tied if getattr(p, "role", None) == "trainer"]
-        workers = [p for p in tied if getattr(p, "role", None) == "dataloader_worker"]
-        t_cpu = [c for c in (num(getattr(p, "cpu_pct", None)) for p in trainers) if c is not None]
+        t_cpu = [p.cpu for p in tied if p.is_trainer and p.cpu is not None]
         if t_cpu:
             trainer_cpus.append(max(t_cpu))
-        pins = [
-            c for c in (num(getattr(p, "pin_cpu_pct", None)) for p in trainers) if c is not None
-        ]
+        pins = [p.pin for p in tied if p.is_trainer and p.pin is not None]
         if pins:
             pin_cpus.append(max(pins))
-        w_cpu = [c for c in (num(getattr(p, "cpu_pct", None)) for p in workers) if c is not None]
-        if workers:
-            worker_counts.append(len(workers))
+        n_workers = 0
+        w_cpu: list[float] = []
+        for p in tied:
+            if p.is_worker:
+                n_workers += 1
+                if p.cpu is not None:
+                    w_cpu.append(p.cpu)
+            if p.state is not None:
+                states += 1
+                d_states += p.state == "disk-sleep"
+        if n_workers:
+            worker_counts.append(n_workers)
         if w_cpu:
             worker_meds.append(statistics.median(w_cpu))
             worker_sums.append(sum(w_cpu))
-        for proc in tied:
-            state = getattr(proc, "state", None)
-            if isinstance(state, str):
-                states += 1
-                d_states += state == "disk-sleep"
-        host = getattr(frame, "host", None)
-        if host is not None:
-            iowait = num(getattr(host, "iowait_pct", None))
-            if iowait is not None:
-                iowaits.append(iowait)
-            cpu = num(getattr(host, "cpu_pct", None))
-            if cpu is not None:
-                host_cpus.append(cpu)
-            count = getattr(host, "cpu_count", None)
-            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-                ev.cpu_count = count
+        if ff.iowait is not None:
+            iowaits.append(ff.iowait)
+        if ff.host_cpu is not None:
+            host_cpus.append(ff.host_cpu)
+        if ff.cpu_count is not None:
+            ev.cpu_count = ff.cpu_count
     ev.trainer_cpu = _median(trainer_cpus)
     ev.pin_cpu = _median(pin_cpus)
     ev.n_workers = round(statistics.median(worker_counts)) if worker_counts else 0
@@ -582,11 +753,16 @@ def _mem_pct(card: object) -> float | None:
 
 
 def _judge_card(
-    frames: Sequence[Frame], card_id: str, thresholds: Thresholds, tie: _ProcessTie
+    frames: Sequence[Frame],
+    facts: Sequence[FrameFacts],
+    card_id: str,
+    thresholds: Thresholds,
+    evidence: Callable[[str], _HostEvidence],
 ) -> tuple[Verdict, _CardFigures | None]:
-    everything = card_readings(frames, card_id, fresh_only=False)
-    fresh = [c for c in everything if getattr(c, "stale_s", None) is None]
-    vendor = str(getattr(everything[-1], "vendor", "")) if everything else ""
+    # One reading per frame that has the card (the first, as `card_readings` takes it).
+    everything = [ff.cards[card_id] for ff in facts if card_id in ff.cards]
+    fresh = [c for c in everything if c.fresh]
+    vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
     th = thresholds.for_vendor(vendor)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
@@ -595,11 +771,7 @@ def _judge_card(
         step = interval_s(frames)
         if step:
             why[0] += f" (about {th.min_samples * step:.0f} s at this poll interval)"
-        stale = [
-            num(getattr(c, "stale_s", None))
-            for c in everything
-            if getattr(c, "stale_s", None) is not None
-        ]
+        stale = [c.stale_s for c in everything if not c.fresh]
         if stale:
             oldest = max((s for s in stale if s is not None), default=None)
             why.append(
@@ -612,7 +784,7 @@ def _judge_card(
             advice.append("The tool is failing: see the errors in the status line")
         return _unknown(why, advice), None
 
-    util = stats(_pct_or_none(getattr(c, "util_pct", None)) for c in fresh)
+    util = _clean_stats(c.util for c in fresh)
     if util is None or util.n < th.min_samples:
         got = util.n if util else 0
         why = [
@@ -621,14 +793,9 @@ def _judge_card(
         ]
         return _unknown(why, ["Check the tool errors; another tool may report it (--tool)"]), None
 
-    def _frac(c: object) -> float | None:
-        power = num(getattr(c, "power_w", None))
-        cap = num(getattr(c, "power_cap_w", None))
-        return power / cap if power is not None and cap else None
-
-    mem_pct = stats(_mem_pct(c) for c in fresh)
-    mem_total = stats(getattr(c, "mem_total_mib", None) for c in fresh)
-    cap = stats(getattr(c, "power_cap_w", None) for c in fresh)
+    mem_pct = _clean_stats(c.mem_pct for c in fresh)
+    mem_total = _clean_stats(c.mem_total for c in fresh)
+    cap = _clean_stats(c.cap for c in fresh)
     figs = _CardFigures(
         card_id=card_id,
         vendor=vendor,
@@ -636,17 +803,18 @@ def _judge_card(
         n=n,
         util=util,
         mem_pct=mem_pct,
-        mem_used=stats(getattr(c, "mem_used_mib", None) for c in fresh),
+        mem_used=_clean_stats(c.mem_used for c in fresh),
         mem_total=mem_total.median if mem_total else None,
-        power=stats(getattr(c, "power_w", None) for c in fresh),
+        power=_clean_stats(c.power for c in fresh),
         cap=cap.median if cap and cap.median > 0 else None,
-        pfrac=stats(_frac(c) for c in fresh),
-        mem_reversals=reversals((_mem_pct(c) for c in fresh), 0.5),
+        pfrac=_clean_stats(c.pfrac for c in fresh),
+        mem_reversals=reversals((c.mem_pct for c in fresh), 0.5),
     )
-    return _decide(figs, th, _host_evidence(frames, card_id, tie)), figs
+    return _decide(figs, th, lambda: evidence(card_id)), figs
 
 
-def _decide(f: _CardFigures, th: Thresholds, ev: _HostEvidence) -> Verdict:
+def _decide(f: _CardFigures, th: Thresholds, evidence: Callable[[], _HostEvidence]) -> Verdict:
+    """The card's verdict; ``evidence`` (the host figures) is only read for ``starving``."""
     u = f.util
     held = f.held(th)
     pfrac = f.pfrac.median if f.pfrac is not None else None
@@ -770,7 +938,7 @@ def _decide(f: _CardFigures, th: Thresholds, ev: _HostEvidence) -> Verdict:
         why.append(f"holds only {_p(f.mem_pct.median)} of its VRAM")
     elif vram_line:
         why.append(vram_line)
-    cause, cwhy, cadvice, conf = _starving_cause(ev, th, light=light, label=f.label)
+    cause, cwhy, cadvice, conf = _starving_cause(evidence(), th, light=light, label=f.label)
     return _verdict("starving", cause, why + cwhy, cadvice, conf, f.n)
 
 
@@ -884,11 +1052,27 @@ def judge(window: Sequence[Frame], thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     """Verdicts for every card seen in ``window`` plus one for the job. Pure; never raises on
     missing, NaN or odd figures: too little data gives ``unknown`` with the reason."""
     frames = [f for f in (window or ()) if f is not None]
-    tie = _ProcessTie(frames)
+    return judge_prepared(frames, [frame_facts(f) for f in frames], thresholds)
+
+
+def judge_prepared(
+    frames: Sequence[Frame],
+    facts: Sequence[FrameFacts],
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> Assessment:
+    """`judge` with each frame's `frame_facts` already taken (``facts[i]`` of ``frames[i]``,
+    no ``None`` frames): the tracker keeps them so that a frame is read once, not once per
+    window it appears in. Same result as ``judge(frames, thresholds)``."""
+    tie = _ProcessTie(facts)
+    evidence = _EvidenceCache(facts, tie)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, _CardFigures] = {}
-    for cid in card_ids(frames):
-        verdict, figs = _judge_card(frames, cid, thresholds, tie)
+    seen: dict[str, None] = {}
+    for ff in facts:
+        for cid in ff.cards:
+            seen.setdefault(cid, None)
+    for cid in seen:
+        verdict, figs = _judge_card(frames, facts, cid, thresholds, evidence)
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs

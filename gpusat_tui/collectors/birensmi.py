@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.tables import box_cells
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "brsmi"
@@ -36,12 +37,8 @@ _VERSION_RE = re.compile(r"(?:brsmi|birensmi|BRSMI|BR-SMI)\D{0,20}?(\d+(?:\.\d+)
 _FLAGS = {"on", "off", "n/a"}
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def _card(block: list[str]) -> CardReading | None:
-    first = _cells(block[0])
+    first = box_cells(block[0])
     head = _HEAD_RE.match(first[0])
     if not head:
         return None
@@ -97,7 +94,7 @@ def parse_default(text: str) -> ToolReading:
         if in_procs:
             if not stripped.startswith("|") or "PID" in stripped:
                 continue
-            tokens = " ".join(_cells(stripped)).split()
+            tokens = " ".join(box_cells(stripped)).split()
             mem_at = next((i for i, t in enumerate(tokens) if t.endswith("MiB")), None)
             if not tokens or not tokens[0].isdigit() or mem_at is None:
                 continue
@@ -119,7 +116,7 @@ def parse_default(text: str) -> ToolReading:
         if set(stripped) <= set("|=+- "):
             flush()
             continue
-        if block or _HEAD_RE.match(_cells(stripped)[0]):
+        if block or _HEAD_RE.match(box_cells(stripped)[0]):
             block.append(stripped)
     flush()
     if not cards:

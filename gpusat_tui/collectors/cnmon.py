@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.tables import box_cells, celsius_token, first_group, header_index
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "cnmon"
@@ -27,30 +28,16 @@ TOOL = "cnmon"
 _VERSION_RE = re.compile(r"CNMON\s+v?(\d[\w.]*)")
 _POWER_RE = re.compile(r"(\S+)\s*W\s*/\s*(\S+?)\s*W\b")
 _MEM_RE = re.compile(r"(\S+)\s*MiB\s*/\s*(\S+?)\s*MiB")
-_TEMP_RE = re.compile(r"^(-?\d+(?:\.\d+)?)C$")
 _BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 _LINE1_RE = re.compile(r"^(\d+)\s+(\S+)\s+(.*)$")
 _PROC_RE = re.compile(r"^(\d+)\s+(\S+)\s+(\d+)\s+(.*?)\s+(\S+)\s*MiB$")
 
 
-def _cells(line: str) -> list[str]:
-    inner = line.strip().strip("|")
-    return [c.strip() for c in inner.split("|")]
-
-
 def parse_default(text: str) -> ToolReading:
     """Parse the plain ``cnmon`` table into cards (and processes, when listed)."""
     lines = strip_ansi(text).splitlines()
-    version = None
-    for line in lines:
-        match = _VERSION_RE.search(line)
-        if match:
-            version = match.group(1)
-            break
-    header_at = next(
-        (i for i, line in enumerate(lines) if "Card" in line and "Name" in line and "|" in line),
-        None,
-    )
+    version = first_group(_VERSION_RE, lines)
+    header_at = header_index(lines, "Card", "Name", "|")
     if header_at is None:
         raise ParseError("cnmon: no device table ('Card  VF  Name' header) found")
 
@@ -65,7 +52,7 @@ def parse_default(text: str) -> ToolReading:
             continue
         if not stripped.startswith("|"):
             continue
-        cells = _cells(stripped)
+        cells = box_cells(stripped)
         if in_procs:
             row = " ".join(cells)
             match = _PROC_RE.match(row.strip())
@@ -109,7 +96,7 @@ def parse_default(text: str) -> ToolReading:
             continue
         left = cells[0]
         power = _POWER_RE.search(left)
-        temp = next((t for t in left.split() if _TEMP_RE.match(t)), None)
+        temp = celsius_token(left.split())
         mem = _MEM_RE.search(cells[1])
         extras = pending["extras"]  # type: ignore[assignment]
         fan = left.split()[0] if left.split() else None

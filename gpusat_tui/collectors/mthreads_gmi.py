@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.tables import celsius_token, first_group, header_index
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "mthreads-gmi"
@@ -27,7 +28,6 @@ TOOL = "mthreads-gmi"
 _VERSION_RE = re.compile(r"mthreads-gmi:\s*(\S+)")
 _LINE1_RE = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
 _MEM_RE = re.compile(r"(\S+?)MiB\s*\(\s*(\S+?)MiB\s*\)")
-_TEMP_RE = re.compile(r"^(-?\d+(?:\.\d+)?)C$")
 _PROC_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(.*?)\s+(\S+?)MiB\s*$")
 _BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 
@@ -35,15 +35,8 @@ _BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 def parse_default(text: str) -> ToolReading:
     """Parse the plain ``mthreads-gmi`` table into cards and processes."""
     lines = strip_ansi(text).splitlines()
-    version = None
-    for line in lines:
-        match = _VERSION_RE.search(line)
-        if match:
-            version = match.group(1)
-            break
-    header_at = next(
-        (i for i, line in enumerate(lines) if "%GPU" in line and "Name" in line), None
-    )
+    version = first_group(_VERSION_RE, lines)
+    header_at = header_index(lines, "%GPU", "Name")
     if header_at is None:
         raise ParseError("mthreads-gmi: no device table ('ID  Name ... %GPU  Mem' header) found")
 
@@ -113,7 +106,7 @@ def _card_from_block(block: list[list[str]]) -> CardReading | None:
         if len(left) > 1:
             extras["perf"] = left[1]
         tail = second[2].split() if len(second) > 2 else []
-        temp = next((t for t in tail if _TEMP_RE.match(t)), None)
+        temp = celsius_token(tail)
         if len(tail) > 1:
             extras["mpc_capable"] = " ".join(tail[1:])
     if len(block) > 2:

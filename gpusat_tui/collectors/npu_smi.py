@@ -37,6 +37,7 @@ from gpusat_tui.collectors.base import (
     num,
     strip_ansi,
 )
+from gpusat_tui.collectors.tables import first_group, header_index
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "npu-smi"
@@ -47,7 +48,11 @@ _INT_RE = re.compile(r"^\d+$")
 
 
 def _cells(line: str) -> list[str]:
-    """Cells of a ``| a | b | c |`` row, stripped."""
+    """Cells of a ``| a | b | c |`` row, stripped.
+
+    Only one border ``|`` goes at each end (unlike `tables.box_cells`, which strips them all):
+    an empty last cell of an npu-smi row stays a cell, so cell positions hold.
+    """
     inner = line.strip()
     if inner.startswith("|"):
         inner = inner[1:]
@@ -122,18 +127,8 @@ def _card_indices(chips: list[_Chip], has_device_col: bool) -> list[int]:
 def parse_info(text: str) -> ToolReading:
     """Parse ``npu-smi info`` (the default view) into one card per chip, plus processes."""
     lines = strip_ansi(text).splitlines()
-    version = None
-    for line in lines:
-        match = _VERSION_RE.search(line)
-        if match:
-            version = match.group(1)
-            break
-
-    header_at = next(
-        (i for i, line in enumerate(lines)
-         if "NPU" in line and "Name" in line and "Health" in line),
-        None,
-    )
+    version = first_group(_VERSION_RE, lines)
+    header_at = header_index(lines, "NPU", "Name", "Health")
     if header_at is None:
         if "Usage:" in text or "usage:" in text:
             raise ParseError("npu-smi info printed usage text instead of the device table")

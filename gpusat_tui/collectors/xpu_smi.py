@@ -24,6 +24,7 @@ import re
 import shlex
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.tables import box_cells
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "xpu_smi"
@@ -62,10 +63,6 @@ def _refuse_intel(text: str, view: str) -> None:
         )
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def _tables(lines: list[str]) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Split the output into its titled tables: title -> (header cells, row cells)."""
     tables: dict[str, tuple[list[str], list[list[str]]]] = {}
@@ -79,7 +76,7 @@ def _tables(lines: list[str]) -> dict[str, tuple[list[str], list[list[str]]]]:
             continue
         if title is None or not stripped.startswith("|"):
             continue
-        cells = _cells(stripped)
+        cells = box_cells(stripped)
         if header is None:
             header = [c.lower() for c in cells]
             tables[title] = (header, [])

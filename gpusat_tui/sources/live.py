@@ -16,7 +16,12 @@ shell), and turns whatever happens (an answer, a usage text, garbage, a crash, a
   same cards, so only the first one that is found *and answers* is used.
 
 Costs: one fork+exec per query per interval (a few ms of CPU for a C tool); the figures are
-in ``Frame.monitor_cpu_pct`` so the monitor's own cost is always on screen.
+in ``Frame.monitor_cpu_pct`` so the monitor's own cost is always on screen. Per-card
+enrichments (``Query(per_card=True)``: npu-smi's ``-t usages -i N``, one call per card, ~27 ms
+per poll for 8 cards) run only every `DEFAULT_ENRICH_EVERY` polls (``enrich_every``): in
+between, their last figures are merged again as they were, not marked stale, since the card's
+required view (the figures the verdict reads) is fresh on every poll. The cost of the choice:
+an enrichment-only figure (AIVector %, say) can be up to ``enrich_every - 1`` polls old.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from gpusat_tui.model import (
 )
 
 __all__ = [
+    "DEFAULT_ENRICH_EVERY",
     "MAX_OUTPUT_BYTES",
     "RAW_KEEP_CHARS",
     "LiveSource",
@@ -66,6 +72,8 @@ __all__ = [
 MAX_OUTPUT_BYTES = 1 << 20
 #: How much raw output of a failed parse is kept on the Frame (for bug reports).
 RAW_KEEP_CHARS = 4096
+#: Per-card enrichment queries run on one poll in this many (see the module docstring).
+DEFAULT_ENRICH_EVERY = 5
 #: Where the in-process NVML reader is "found".
 IN_PROCESS = "in-process"
 
@@ -248,6 +256,11 @@ class _ToolState:
     last_good: dict[int, tuple[CardReading, float]] = field(default_factory=dict)
     #: A thread still running an in-process reader that timed out.
     busy_reader: asyncio.Future[ToolReading] | None = None
+    #: Polls left before the per-card enrichments run again (0: on this poll).
+    enrich_wait: int = 0
+    #: (query name, card index) -> that query's last good reading of that card, merged again
+    #: on the polls the enrichments are skipped.
+    enriched: dict[tuple[str, int], CardReading] = field(default_factory=dict)
 
 
 def _size(n: int) -> str:
@@ -298,8 +311,13 @@ class LiveSource:
         specs: Sequence[ToolSpec] | None = None,
         process_monitor: ProcessMonitorLike | None = None,
         clock: Callable[[], float] = time.time,
+        enrich_every: int = DEFAULT_ENRICH_EVERY,
     ) -> None:
+        if enrich_every < 1:
+            raise ValueError(f"enrich_every must be at least 1, got {enrich_every!r}")
         self.interval = float(interval)
+        #: Per-card enrichment queries run on one poll in ``enrich_every`` (1: every poll).
+        self.enrich_every = int(enrich_every)
         # The default timeout is the interval but at least 1 s: a tool that takes 1.2 s on a
         # loaded 16-chip box is slow, not dead.
         self.timeout = float(timeout) if timeout is not None else max(1.0, self.interval)
@@ -725,7 +743,16 @@ class LiveSource:
                 version = version or out.version
             else:
                 self._optional_failed(state, query, out, res)
-        if per_card and cards:
+        if per_card and cards and state.enrich_wait > 0:
+            # Throttled: merge each query's last good per-card figures as they were.
+            state.enrich_wait -= 1
+            for query in per_card:
+                carried = [c for (name, _), c in state.enriched.items() if name == query.name]
+                if carried:
+                    cards = merge_cards(cards, carried)
+        elif per_card and cards:
+            state.enrich_wait = self.enrich_every - 1
+            state.enriched = {}
             jobs: list[tuple[Query, int, tuple[str, ...]]] = []
             for query in per_card:
                 for card in cards:
@@ -743,6 +770,8 @@ class LiveSource:
                     # The per-card text does not know its card: the index is the one we asked.
                     extra = [c.model_copy(update={"index": idx}) for c in out.cards[:1]]
                     cards = merge_cards(cards, extra)
+                    if extra:
+                        state.enriched[(query.name, idx)] = extra[0]
                     processes.extend(out.processes)
                     notes.extend(out.notes)
                 elif query.name not in failed:

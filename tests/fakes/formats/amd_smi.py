@@ -12,12 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import na_or
 
 _INNER = 78
-
-
-def _f(value: float | None, fmt: str) -> str:
-    return "N/A" if value is None else fmt.format(value)
 
 
 def _size(mib: float) -> str:
@@ -50,16 +47,16 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     ]
     for n, card in enumerate(cards):
         bdf = f"0000:{card.index + 3:02x}:00.0"
-        power = f"{_f(card.power_w, '{:.0f}')}/{_f(card.power_cap_w, '{:.0f}')} W"
-        mem = f"{_f(card.mem_used_mib, '{:.0f}')}/{_f(card.mem_total_mib, '{:.0f}')} MB"
-        mem_util = _f(card.extras.get("mem_util_pct", 0.0), "{:.0f} %")
+        power = f"{na_or(card.power_w, '{:.0f}')}/{na_or(card.power_cap_w, '{:.0f}')} W"
+        mem = f"{na_or(card.mem_used_mib, '{:.0f}')}/{na_or(card.mem_total_mib, '{:.0f}')} MB"
+        mem_util = na_or(card.extras.get("mem_util_pct", 0.0), "{:.0f} %")
         lines.append(
-            f"| {bdf} {card.name[-22:]:>22} | {mem_util:<8} {_f(card.temp_c, '{:.0f} °C'):>5}   "
+            f"| {bdf} {card.name[-22:]:>22} | {mem_util:<8} {na_or(card.temp_c, '{:.0f} °C'):>5}   "
             f"{'0':<9}{power:>12} |"
         )
         lines.append(
             f"| {card.index:>3}{card.index:>8}     N/A             N/A | "
-            f"{_f(card.util_pct, '{:.0f} %'):<7} {'40.0 %':<8}{mem:>22} |"
+            f"{na_or(card.util_pct, '{:.0f} %'):<7} {'40.0 %':<8}{mem:>22} |"
         )
         lines.append(sep if n < len(cards) - 1 else "+" + "-" * 37 + "+" + "-" * 40 + "+")
     lines += [
@@ -98,12 +95,12 @@ def render_monitor(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] =
     for card in cards:
         values = {
             "GPU": str(card.index),
-            "POWER": _f(card.power_w, "{:.0f} W"),
-            "GPU_TEMP": _f(card.temp_c, "{:.0f} °C"),
-            "MEM_TEMP": _f(card.temp_c, "{:.0f} °C"),
-            "GFX_UTIL": _f(card.util_pct, "{:.0f} %"),
+            "POWER": na_or(card.power_w, "{:.0f} W"),
+            "GPU_TEMP": na_or(card.temp_c, "{:.0f} °C"),
+            "MEM_TEMP": na_or(card.temp_c, "{:.0f} °C"),
+            "GFX_UTIL": na_or(card.util_pct, "{:.0f} %"),
             "GFX_CLOCK": "1814 MHz",
-            "MEM_UTIL": _f(card.extras.get("mem_util_pct", 0.0), "{:.0f} %"),
+            "MEM_UTIL": na_or(card.extras.get("mem_util_pct", 0.0), "{:.0f} %"),
             "MEM_CLOCK": "96 MHz",
             "ENC_UTIL": "N/A",
             "ENC_CLOCK": "812 MHz",
@@ -113,8 +110,8 @@ def render_monitor(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] =
             "SINGLE_ECC": "0",
             "DOUBLE_ECC": "0",
             "PCIE_REPLAY": "0",
-            "VRAM_USED": _f(card.mem_used_mib, "{:.0f} MB"),
-            "VRAM_TOTAL": _f(card.mem_total_mib, "{:.0f} MB"),
+            "VRAM_USED": na_or(card.mem_used_mib, "{:.0f} MB"),
+            "VRAM_TOTAL": na_or(card.mem_total_mib, "{:.0f} MB"),
             "PCIE_BW": "N/A Mb/s",
         }
         lines.append("".join(f"{values[name]:>{width}}" for name, width in _MONITOR_COLS))

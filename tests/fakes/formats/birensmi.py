@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import respond, whole
 
 RULE = "+-------------------------------+----------------------+----------------------+"
-
-
-def _n(value: float | None, unit: str) -> str:
-    return "N/A" if value is None else f"{round(value)}{unit}"
 
 
 def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> str:
@@ -31,12 +28,12 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     ]
     for card in cards:
         bus = f"0000:{card.index + 0x1a:02x}:00.0"
-        util = _n(card.util_pct, "%")
-        power = f"{_n(card.power_w, 'W')} / {_n(card.power_cap_w, 'W')}"
-        mem = f"{_n(card.mem_used_mib, 'MiB')} / {_n(card.mem_total_mib, 'MiB')}"
+        util = whole(card.util_pct, "%")
+        power = f"{whole(card.power_w, 'W')} / {whole(card.power_cap_w, 'W')}"
+        mem = f"{whole(card.mem_used_mib, 'MiB')} / {whole(card.mem_total_mib, 'MiB')}"
         lines.append(f"| {card.index:<4} {card.name[:24]:<24} | {bus:>20} | {'':<20} |")
         lines.append(
-            f"| N/A  {_n(card.temp_c, 'C'):<5} {power:<18} | {mem:>20} | "
+            f"| N/A  {whole(card.temp_c, 'C'):<5} {power:<18} | {mem:>20} | "
             f"{util:>7}   Default    |"
         )
         lines.append(RULE)
@@ -52,7 +49,7 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     for proc in processes:
         lines.append(
             f"|  {proc.card_index:<4}{proc.pid:>10}   {proc.name[:40]:<40}"
-            f"{_n(proc.mem_mib, 'MiB'):>12}   |"
+            f"{whole(proc.mem_mib, 'MiB'):>12}   |"
         )
     lines.append("+-----------------------------------------------------------------------------+")
     return "\n".join(lines) + "\n"
@@ -62,6 +59,7 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     """The synthetic default view for no args; anything else gets a usage complaint."""
-    if tuple(args) == ():
-        return render(cards, processes)
-    return "brsmi: unrecognized option\nUsage: brsmi [options]\n"
+    return respond(
+        args, {(): lambda: render(cards, processes)},
+        "brsmi: unrecognized option\nUsage: brsmi [options]\n",
+    )

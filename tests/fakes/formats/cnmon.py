@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import respond
 
 VERSION = "v5.10.13"
 RULE = "+" + "-" * 31 + "+" + "-" * 22 + "+" + "-" * 23 + "+"
@@ -74,6 +75,7 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     """Plain ``cnmon`` for no args; anything else gets a short usage complaint."""
-    if tuple(args) == ():
-        return render(cards, processes)
-    return "cnmon: unrecognized option\nUsage: cnmon [info|top|...] [options]\n"
+    return respond(
+        args, {(): lambda: render(cards, processes)},
+        "cnmon: unrecognized option\nUsage: cnmon [info|top|...] [options]\n",
+    )

@@ -13,12 +13,9 @@ from collections.abc import Sequence
 from gpusat_tui.collectors.hy_smi import SPECS
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import rocm_smi
+from tests.fakes.formats._common import na_or, respond
 
 _WIDTH = 96
-
-
-def _f(value: float | None, fmt: str) -> str:
-    return "N/A" if value is None else fmt.format(value)
 
 
 def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> str:
@@ -36,11 +33,11 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
         if card.mem_used_mib is not None and card.mem_total_mib:
             pct = round(100.0 * card.mem_used_mib / card.mem_total_mib)
         lines.append(
-            f"{card.index:<8}{_f(card.temp_c, '{:.1f}C'):<9}{_f(card.power_w, '{:.1f}W'):<11}"
-            f"{'auto':<9}{_f(card.power_cap_w, '{:.1f}W'):<11}{_f(pct, '{:.0f}%'):<11}"
-            f"{_f(card.util_pct, '{:.1f}%'):<10}"
-            f"{_f(card.extras.get('dec_pct', 0.0), '{:.1f}%'):<10}"
-            f"{_f(card.extras.get('enc_pct', 0.0), '{:.1f}%'):<10}{'Normal':<9}"
+            f"{card.index:<8}{na_or(card.temp_c, '{:.1f}C'):<9}{na_or(card.power_w, '{:.1f}W'):<11}"
+            f"{'auto':<9}{na_or(card.power_cap_w, '{:.1f}W'):<11}{na_or(pct, '{:.0f}%'):<11}"
+            f"{na_or(card.util_pct, '{:.1f}%'):<10}"
+            f"{na_or(card.extras.get('dec_pct', 0.0), '{:.1f}%'):<10}"
+            f"{na_or(card.extras.get('enc_pct', 0.0), '{:.1f}%'):<10}{'Normal':<9}"
         )
     lines += ["=" * _WIDTH, " End of SMI Log ".center(_WIDTH, "=")]
     return "\n".join(lines) + "\n"
@@ -56,9 +53,8 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     queries = {q.name: q.args for q in SPECS[0].queries}
-    args = tuple(args)
-    if args == queries["table"]:
-        return render(cards)
-    if args == queries["pids"]:
-        return render_processes(cards, processes)
-    return rocm_smi.usage(args).replace("rocm-smi", "hy-smi")
+    views = {
+        queries["table"]: lambda: render(cards),
+        queries["pids"]: lambda: render_processes(cards, processes),
+    }
+    return respond(args, views, rocm_smi.usage(args).replace("rocm-smi", "hy-smi"))

@@ -11,13 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import respond, whole
 
 RULE = "-" * 63
 SEP = "+" + "-" * 61 + "+"
-
-
-def _n(value: float | None) -> str:
-    return "N/A" if value is None else str(round(value))
 
 
 def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> str:
@@ -37,7 +34,7 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
         temp = "N/A" if card.temp_c is None else f"{round(card.temp_c)}C"
         mem = "N/A"
         if card.mem_used_mib is not None and card.mem_total_mib is not None:
-            mem = f"{_n(card.mem_used_mib)}MiB({_n(card.mem_total_mib)}MiB)"
+            mem = f"{whole(card.mem_used_mib)}MiB({whole(card.mem_total_mib)}MiB)"
         bus = f"00000000:{card.index + 1:02x}:00.0"
         lines += [
             f"{card.index:<5}{card.name:<15}|{bus:<20}|{util:<6}{mem:<15}",
@@ -57,7 +54,7 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
         lines.append("   No running processes found")
     for proc in processes:
         lines.append(f"{proc.card_index:<5}{proc.pid:<10}{proc.name:<41}"
-                     + f"{_n(proc.mem_mib)}MiB".rjust(6))
+                     + f"{whole(proc.mem_mib)}MiB".rjust(6))
     lines.append(RULE)
     return "\n".join(lines) + "\n"
 
@@ -66,6 +63,7 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     """Plain view for no args; anything else gets a usage complaint."""
-    if tuple(args) == ():
-        return render(cards, processes)
-    return "mthreads-gmi: unrecognized option\nUsage: mthreads-gmi [OPTION...]\n"
+    return respond(
+        args, {(): lambda: render(cards, processes)},
+        "mthreads-gmi: unrecognized option\nUsage: mthreads-gmi [OPTION...]\n",
+    )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from gpusat_tui.collectors.nvidia_smi import QUERY_APPS_ARGS, QUERY_GPU_ARGS
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import respond
 
 WIDTH = 89
 
@@ -124,11 +125,9 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     """What nvidia-smi prints for ``args``; unknown args get its usage complaint (exit 2)."""
-    args = tuple(args)
-    if args == ():
-        return render(cards, processes)
-    if args == QUERY_GPU_ARGS:
-        return render_csv(cards)
-    if args == QUERY_APPS_ARGS:
-        return render_processes(cards, processes)
-    return USAGE
+    views = {
+        (): lambda: render(cards, processes),
+        QUERY_GPU_ARGS: lambda: render_csv(cards),
+        QUERY_APPS_ARGS: lambda: render_processes(cards, processes),
+    }
+    return respond(args, views, USAGE)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from gpusat_tui.collectors.rocm_smi import SPECS
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import na_or, respond
 
 _RULE = "=" * 122
 _MIB = 1024 * 1024
@@ -20,10 +21,6 @@ _MIB = 1024 * 1024
 
 def _banner(title: str, width: int = 122) -> str:
     return f" {title} ".center(width, "=")
-
-
-def _f(value: float | None, fmt: str, scale: float = 1.0) -> str:
-    return "N/A" if value is None else fmt.format(value * scale)
 
 
 def _pct(card: FakeCard) -> float | None:
@@ -46,10 +43,10 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     for card in cards:
         lines.append(
             f"{card.index:<8}{card.index + 2:<6}{'0x66a1,':<10}{29631 + card.index:<7}"
-            f"{_f(card.temp_c, '{:.1f}°C'):<8}{_f(card.power_w, '{:.1f}W'):<10}"
+            f"{na_or(card.temp_c, '{:.1f}°C'):<8}{na_or(card.power_w, '{:.1f}W'):<10}"
             f"{'N/A, N/A, 0':<20}{'1725Mhz':<9}{'350Mhz':<8}{'15.69%':<8}{'auto':<6}"
-            f"{_f(card.power_cap_w, '{:.1f}W'):<8}{_f(_pct(card), '{:.0f}%'):<7}"
-            f"{_f(card.util_pct, '{:.0f}%')}"
+            f"{na_or(card.power_cap_w, '{:.1f}W'):<8}{na_or(_pct(card), '{:.0f}%'):<7}"
+            f"{na_or(card.util_pct, '{:.0f}%')}"
         )
     lines += [_RULE, _banner("End of ROCm SMI Log")]
     return "\n".join(lines) + "\n"
@@ -59,8 +56,8 @@ def render_meminfo_json(cards: Sequence[FakeCard]) -> str:
     """``--showmeminfo vram --json``: bytes as strings, keyed card<index>, one line."""
     data = {
         f"card{c.index}": {
-            "VRAM Total Memory (B)": _f(c.mem_total_mib, "{:.0f}", _MIB),
-            "VRAM Total Used Memory (B)": _f(c.mem_used_mib, "{:.0f}", _MIB),
+            "VRAM Total Memory (B)": na_or(c.mem_total_mib, "{:.0f}", _MIB),
+            "VRAM Total Used Memory (B)": na_or(c.mem_used_mib, "{:.0f}", _MIB),
         }
         for c in cards
     }
@@ -111,11 +108,9 @@ def render_for_args(
 ) -> str:
     """What rocm-smi prints for one of the argvs in its SPECS, else its argparse refusal."""
     queries = {q.name: q.args for q in SPECS[0].queries}
-    args = tuple(args)
-    if args == queries["table"]:
-        return render(cards)
-    if args == queries["meminfo-json"]:
-        return render_meminfo_json(cards)
-    if args == queries["pids"]:
-        return render_processes(cards, processes)
-    return usage(args)
+    views = {
+        queries["table"]: lambda: render(cards),
+        queries["meminfo-json"]: lambda: render_meminfo_json(cards),
+        queries["pids"]: lambda: render_processes(cards, processes),
+    }
+    return respond(args, views, usage(args))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
+from tests.fakes.formats._common import respond, whole
 
 INTEL_HELP = (
     "Intel(R) XPU System Management Interface -- v1.0 \n"
@@ -23,10 +24,6 @@ INTEL_HELP = (
     "  xpu-smi -h\n"
     "  xpu-smi discovery\n"
 )
-
-
-def _n(value: float | None) -> str:
-    return "N/A" if value is None else str(round(value))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -45,14 +42,14 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     """Plain ``xpu_smi`` (DEVICES and PROCESSES tables)."""
     rows = [
         [str(c.index), f"0000:{0x53 + 3 * c.index:02x}:00.0", f"{c.name} ", f"02K{c.index:03d}",
-         f"/dev/xpu{c.index} ", f"{_n(c.util_pct)} %", "0 / 63 MB",
-         f"{_n(c.mem_used_mib)} / {_n(c.mem_total_mib)} MB"]
+         f"/dev/xpu{c.index} ", f"{whole(c.util_pct)} %", "0 / 63 MB",
+         f"{whole(c.mem_used_mib)} / {whole(c.mem_total_mib)} MB"]
         for c in cards
     ]
     lines = ["Runtime Version: 4.31", "Driver Version: 4.0", "  DEVICES"]
     lines += _table(["DevID", "PCI Addr", "Model", "SN", "INODE", "UseRate", "L3", "Memory"], rows)
     lines.append("  PROCESSES")
-    prow = [[str(p.card_index), str(p.pid), "1", "0 MB", f"{_n(p.mem_mib)} MB", p.name]
+    prow = [[str(p.card_index), str(p.pid), "1", "0 MB", f"{whole(p.mem_mib)} MB", p.name]
             for p in processes]
     table = _table(["DevID", "PID", "Streams", "L3", "Memory", "Command"], prow)
     if not processes:
@@ -67,8 +64,9 @@ def render_machine(cards: Sequence[FakeCard]) -> str:
     for c in cards:
         out.append(
             f"00000000:{3 + 2 * c.index:02x}:00.0 {c.index} {c.index} 02K15K624CV{c.index:05d} "
-            f"{_n(c.temp_c)} 0 0 0 {_n(c.power_w)} 1450 1450 1450 1450 1450 1450 2 96 "
-            f"{_n(c.mem_used_mib)} {_n(c.mem_total_mib)} {_n(c.util_pct)} 1.0:2.6:1.39.1.7 "
+            f"{whole(c.temp_c)} 0 0 0 {whole(c.power_w)} 1450 1450 1450 1450 1450 1450 2 96 "
+            f"{whole(c.mem_used_mib)} {whole(c.mem_total_mib)} {whole(c.util_pct)} "
+            "1.0:2.6:1.39.1.7 "
             f'"{c.name}" 0 0 0 0 0 0 0 0 0 0'
         )
     return "\n".join(out) + "\n"
@@ -78,9 +76,8 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     """Plain view for no args, machine-readable lines for ``-m``, else a usage complaint."""
-    args = tuple(args)
-    if args == ():
-        return render(cards, processes)
-    if args == ("-m",):
-        return render_machine(cards)
-    return "xpu_smi: invalid option\nUsage: xpu_smi [-m] [-d DevID]\n"
+    return respond(
+        args,
+        {(): lambda: render(cards, processes), ("-m",): lambda: render_machine(cards)},
+        "xpu_smi: invalid option\nUsage: xpu_smi [-m] [-d DevID]\n",
+    )

@@ -259,5 +259,5 @@ def test_ansi_codes_around_the_table_are_ignored() -> None:
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
     assert_every_truncation_parses_or_is_refused(
-        read_sample(SAMPLES, name), (parse_info, parse_usages), "ascend"
+        read(name), (parse_info, parse_usages), "ascend"
     )

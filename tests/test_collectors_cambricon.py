@@ -145,5 +145,5 @@ def test_ansi_codes_are_ignored() -> None:
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
     assert_every_truncation_parses_or_is_refused(
-        read_sample(SAMPLES, name), (parse_default,), "cambricon"
+        read(name), (parse_default,), "cambricon"
     )

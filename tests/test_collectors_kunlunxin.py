@@ -169,5 +169,5 @@ def test_round_trip_through_fake_renderer() -> None:
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
     assert_every_truncation_parses_or_is_refused(
-        read_sample(KUNLUN, name), (parse_default, parse_machine), "kunlunxin"
+        read("kunlunxin", name), (parse_default, parse_machine), "kunlunxin"
     )

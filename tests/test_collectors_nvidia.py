@@ -7,13 +7,14 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from gpusat_tui.collectors import nvidia_smi, nvml
 from gpusat_tui.collectors.base import resolve_process_cards
 from gpusat_tui.errors import ParseError, ToolFailed, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
+    SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,
     assert_every_sample_tested_and_indexed,
     parse_or_refuse,
@@ -562,7 +563,7 @@ def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
     assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@SWEEP_SETTINGS
 @given(sample_lines_and_noise(SAMPLES))
 def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
     for parse in PARSERS:

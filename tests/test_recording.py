@@ -134,6 +134,20 @@ def test_write_after_close_is_an_error_and_close_twice_is_fine(tmp_path: Path) -
         rec.write(rich_frame(0))
 
 
+def test_with_block_closes_recorder_and_reader_and_keeps_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with pytest.raises(KeyError, match="boom"), Recorder(path, header()) as rec:
+        rec.write(rich_frame(0))
+        raise KeyError("boom")
+    assert rec.closed
+    _, reader = read_recording(path)
+    with pytest.raises(KeyError, match="bang"), reader as same:
+        assert same is reader
+        assert next(reader) == rich_frame(0)
+        raise KeyError("bang")
+    assert reader.closed
+
+
 def test_update_header_only_before_first_frame(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     with Recorder(path, header()) as rec:

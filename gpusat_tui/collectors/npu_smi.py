@@ -50,8 +50,8 @@ _INT_RE = re.compile(r"^\d+$")
 def _cells(line: str) -> list[str]:
     """Cells of a ``| a | b | c |`` row, stripped.
 
-    Only one border ``|`` goes at each end (unlike `tables.box_cells`, which strips them all):
-    an empty last cell of an npu-smi row stays a cell, so cell positions hold.
+    Only one border ``|`` goes at each end (unlike `tables.box_cells`, which strips them all),
+    so a zero-width cell at either end (``| a ||``) is still a cell and positions hold.
     """
     inner = line.strip()
     if inner.startswith("|"):

@@ -22,12 +22,12 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import TracebackType
 
 from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
+from gpusat_tui.sources.closing import ClosedOnExit
 
 __all__ = ["Recorder", "RecordingSource", "make_header"]
 
@@ -47,7 +47,7 @@ def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeade
     )
 
 
-class Recorder:
+class Recorder(ClosedOnExit):
     """Append Frames to a JSONL file, one whole line per ``os.write``; a context manager.
 
     Creating a Recorder truncates ``path`` and writes the header at once, so that a session
@@ -114,17 +114,6 @@ class Recorder:
             pass  # e.g. a pipe or /dev/null: nothing to make durable
         finally:
             os.close(fd)
-
-    def __enter__(self) -> Recorder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __del__(self) -> None:  # a forgotten Recorder must not leak its descriptor
         if getattr(self, "_fd", None) is not None:

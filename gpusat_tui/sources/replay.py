@@ -25,7 +25,6 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 import pydantic_core
@@ -43,6 +42,7 @@ from gpusat_tui.model import (
     RecordingHeader,
     ToolError,
 )
+from gpusat_tui.sources.closing import ClosedOnExit
 
 __all__ = ["SPEEDS", "FrameReader", "ReplaySource", "read_recording"]
 
@@ -127,7 +127,7 @@ def _parse_header(path: Path, first: bytes) -> tuple[RecordingHeader, list[str]]
     return header, unknown
 
 
-class FrameReader:
+class FrameReader(ClosedOnExit):
     """Iterate a recording's Frames one line at a time, skipping and counting bad lines.
 
     ``skipped`` counts bad lines, ``reasons`` says why (the first `MAX_REASONS`),
@@ -252,17 +252,6 @@ class FrameReader:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-
-    def __enter__(self) -> FrameReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @property
     def notes(self) -> list[str]:

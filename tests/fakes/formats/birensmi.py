@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
-from tests.fakes.formats._common import respond, whole
+from tests.fakes.formats._common import bare_command_only, whole
 
 RULE = "+-------------------------------+----------------------+----------------------+"
 
@@ -55,11 +55,7 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     return "\n".join(lines) + "\n"
 
 
-def render_for_args(
-    args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
-) -> str:
-    """The synthetic default view for no args; anything else gets a usage complaint."""
-    return respond(
-        args, {(): lambda: render(cards, processes)},
-        "brsmi: unrecognized option\nUsage: brsmi [options]\n",
-    )
+#: The synthetic default view for no args; anything else gets a usage complaint.
+render_for_args = bare_command_only(
+    render, "brsmi: unrecognized option\nUsage: brsmi [options]\n"
+)

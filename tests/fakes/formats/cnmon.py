@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes import FakeCard, FakeProcess
-from tests.fakes.formats._common import respond
+from tests.fakes.formats._common import bare_command_only
 
 VERSION = "v5.10.13"
 RULE = "+" + "-" * 31 + "+" + "-" * 22 + "+" + "-" * 23 + "+"
@@ -71,11 +71,7 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     return "\n".join(lines) + "\n"
 
 
-def render_for_args(
-    args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
-) -> str:
-    """Plain ``cnmon`` for no args; anything else gets a short usage complaint."""
-    return respond(
-        args, {(): lambda: render(cards, processes)},
-        "cnmon: unrecognized option\nUsage: cnmon [info|top|...] [options]\n",
-    )
+#: Plain ``cnmon`` for no args; anything else gets a short usage complaint.
+render_for_args = bare_command_only(
+    render, "cnmon: unrecognized option\nUsage: cnmon [info|top|...] [options]\n"
+)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from gpusat_tui.collectors.hy_smi import SPECS
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import rocm_smi
-from tests.fakes.formats._common import na_or, respond
+from tests.fakes.formats._common import by_query_name, na_or, respond
 
 _WIDTH = 96
 
@@ -52,9 +52,8 @@ def render_processes(
 def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
-    queries = {q.name: q.args for q in SPECS[0].queries}
-    views = {
-        queries["table"]: lambda: render(cards),
-        queries["pids"]: lambda: render_processes(cards, processes),
-    }
+    views = by_query_name(SPECS[0], {
+        "table": lambda: render(cards),
+        "pids": lambda: render_processes(cards, processes),
+    })
     return respond(args, views, rocm_smi.usage(args).replace("rocm-smi", "hy-smi"))

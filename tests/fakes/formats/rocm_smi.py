@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from gpusat_tui.collectors.rocm_smi import SPECS
 from tests.fakes import FakeCard, FakeProcess
-from tests.fakes.formats._common import na_or, respond
+from tests.fakes.formats._common import by_query_name, na_or, respond
 
 _RULE = "=" * 122
 _MIB = 1024 * 1024
@@ -107,10 +107,9 @@ def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     """What rocm-smi prints for one of the argvs in its SPECS, else its argparse refusal."""
-    queries = {q.name: q.args for q in SPECS[0].queries}
-    views = {
-        queries["table"]: lambda: render(cards),
-        queries["meminfo-json"]: lambda: render_meminfo_json(cards),
-        queries["pids"]: lambda: render_processes(cards, processes),
-    }
+    views = by_query_name(SPECS[0], {
+        "table": lambda: render(cards),
+        "meminfo-json": lambda: render_meminfo_json(cards),
+        "pids": lambda: render_processes(cards, processes),
+    })
     return respond(args, views, usage(args))

@@ -1,0 +1,111 @@
+"""A stand-in training job whose CPU load a test chooses: who burns, and for how long.
+
+`fake_tree.py` can make its workers spin, but its trainer always waits in ``waitpid``; a
+host-bound job is the opposite (the trainer's main thread pegged, the workers idle), and a step
+change needs workers that stop burning part-way. This script does both, without torch:
+
+* ``--workers N``: children renamed ``pt_data_worker`` with ``prctl(PR_SET_NAME)``, as torch does;
+* ``--worker-burn-s S``: each worker spins for ``S`` seconds from its start, then sleeps (``-1``:
+  never spins, ``inf``: spins until the end); models "input-bound, then num_workers raised";
+* ``--stop-file PATH``: workers stop spinning as soon as PATH exists (a test touches it at the
+  poll where its scenario changes, which a fixed ``--worker-burn-s`` cannot hit reliably);
+* ``--trainer-burn``: the trainer's main thread spins (a training loop doing Python work).
+
+It prints the worker PIDs (space-separated) on one line once they exist. Everything exits after
+``--max-s``, on SIGTERM, or (workers) as soon as the trainer is gone, so a crashed test leaves
+nothing behind for long.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import time
+
+from tests.jobs.fake_tree import set_name
+
+#: How long one spin or nap lasts: short, so a worker notices its trainer is gone quickly.
+SLICE_S = 0.05
+
+
+def spin(seconds: float) -> None:
+    """Busy-loop for ``seconds`` of wall time (one core at ~100 % when it gets the CPU)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def worker(burn_s: float, deadline: float, parent: int, stop_file: str | None = None) -> None:
+    """Spin for ``burn_s`` seconds (or until ``stop_file`` exists), then nap; end at
+    ``deadline`` or when the parent dies."""
+    burn_until = time.monotonic() + burn_s
+    while time.monotonic() < deadline and os.getppid() == parent:
+        if stop_file is not None and burn_until > 0 and os.path.exists(stop_file):
+            burn_until = 0.0
+        if time.monotonic() < burn_until:
+            spin(SLICE_S)
+        else:
+            time.sleep(SLICE_S * 4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-burn-s", type=float, default=-1.0, metavar="SECONDS",
+                        help="seconds each worker spins before it idles (-1: idle, inf: always)")
+    parser.add_argument("--stop-file", default=None, metavar="PATH",
+                        help="workers stop spinning once this file exists")
+    parser.add_argument("--trainer-burn", action="store_true",
+                        help="the trainer's main thread spins")
+    parser.add_argument("--max-s", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    deadline = time.monotonic() + args.max_s
+    me = os.getpid()
+    children: list[int] = []
+    for _ in range(args.workers):
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            set_name("pt_data_worker")
+            try:
+                worker(args.worker_burn_s, deadline, me, args.stop_file)
+            finally:
+                os._exit(0)
+        children.append(pid)
+
+    def kill_children() -> None:
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+
+    def terminate(_signo: int, _frame: object) -> None:
+        kill_children()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    print(" ".join(str(c) for c in children), flush=True)
+    while time.monotonic() < deadline:
+        if args.trainer_burn:
+            spin(SLICE_S)
+        else:
+            time.sleep(SLICE_S * 4)
+        # Reap workers that ended (a dead worker must vanish, not linger as a zombie).
+        while children:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                children.clear()
+                break
+            if pid == 0:
+                break
+            if pid in children:
+                children.remove(pid)
+    kill_children()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

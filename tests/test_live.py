@@ -19,7 +19,7 @@ from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, HostSample, ProcessSample, ToolError
 from gpusat_tui.sources import FrameSource, live
-from gpusat_tui.sources.live import LiveSource
+from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 from tests.conftest import leftover_processes, zombie_children
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.tool import FakeBin, Step
@@ -343,6 +343,46 @@ async def test_per_card_query_is_merged_by_the_index_it_was_asked_for(
                  arg_lists=[(), ("--extra", "0"), ("--extra", "2")])
     frame = await source(fake_bin, toy_spec(queries=(MAIN, extra))).poll_once()
     assert [(c.index, c.extras) for c in frame.cards] == [(0, {"aiv": 7.0}), (2, {"aiv": 9.0})]
+
+
+
+async def test_per_card_queries_run_every_nth_poll_and_their_figures_are_carried(
+    fake_bin: FakeBin,
+) -> None:
+    extra = Query("extra", ("--extra", "{index}"), toy_parse_extra, optional=True,
+                  per_card=True)
+    # Step n: util n on both cards, AIVector 10n on card 0 and 10n + 1 on card 2.
+    steps = [[card(0, n, aiv=10 * n), card(2, n, aiv=10 * n + 1)] for n in range(1, 8)]
+    tool = fake_bin.add("toy-smi", toy_render, steps,
+                        arg_lists=[(), ("--extra", "0"), ("--extra", "2")])
+    src = source(fake_bin, toy_spec(queries=(MAIN, extra)), enrich_every=3)
+    frames = await poll_n(src, 7)
+    # The required view is fresh on every poll; the enrichment ran on polls 0, 3 and 6 (its
+    # own steps 1, 2, 3) and its figures were merged again, not stale, in between.
+    assert [[(c.index, c.util_pct, c.extras, c.stale_s) for c in f.cards] for f in frames] == [
+        [(0, float(n), {"aiv": a}, None), (2, float(n), {"aiv": a + 1}, None)]
+        for n, a in [(1, 10.0), (2, 10.0), (3, 10.0), (4, 20.0), (5, 20.0), (6, 20.0),
+                     (7, 30.0)]
+    ]
+    assert tool.calls(()) == 7
+    assert tool.calls(("--extra", "0")) == 3 and tool.calls(("--extra", "2")) == 3
+
+
+async def test_enrich_every_one_runs_per_card_queries_on_every_poll(fake_bin: FakeBin) -> None:
+    extra = Query("extra", ("--extra", "{index}"), toy_parse_extra, optional=True,
+                  per_card=True)
+    tool = fake_bin.add("toy-smi", toy_render, [[card(0, aiv=n)] for n in range(1, 4)],
+                        arg_lists=[(), ("--extra", "0")])
+    frames = await poll_n(source(fake_bin, toy_spec(queries=(MAIN, extra)), enrich_every=1), 3)
+    assert [f.cards[0].extras for f in frames] == [{"aiv": 1.0}, {"aiv": 2.0}, {"aiv": 3.0}]
+    assert tool.calls(("--extra", "0")) == 3
+
+
+def test_enrich_every_defaults_to_five_and_must_be_positive() -> None:
+    assert DEFAULT_ENRICH_EVERY == 5
+    assert LiveSource(specs=[]).enrich_every == 5
+    with pytest.raises(ValueError, match="enrich_every must be at least 1"):
+        LiveSource(specs=[], enrich_every=0)
 
 
 # --- groups, identity, in-process readers ----------------------------------------------------

@@ -13,12 +13,18 @@ A kind (or, within a kind, a cause) changes only when the recent window has said
 thing for ``hold_polls`` consecutive polls; with the defaults a step change shows on the third
 poll from it, and an isolated odd poll never flips the badge. Leaving ``unknown`` needs no
 hold: there is nothing to flicker from. Memory is bounded by time and by count.
+
+Cost (``benchmarks/bench_verdict.py``: about 1 ms per push for 8 cards with a full 30 s window):
+each frame is read once (`verdict.frame_facts`), and each card's evidence window, which starts
+where that card's verdict was adopted and so differs from card to card, is judged for that card
+only (`verdict.PreparedWindow`) unless most cards or the job read the same window. Both give
+exactly what `judge` gives (tests/test_verdict_prepared.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,6 +32,7 @@ from gpusat_tui.analysis.verdict import (
     DEFAULT_THRESHOLDS,
     JOB_KEY,
     FrameFacts,
+    PreparedWindow,
     Thresholds,
     frame_facts,
     judge_prepared,
@@ -125,8 +132,27 @@ class VerdictTracker:
                 cache[offset] = judge_prepared(frames[offset:], facts[offset:], self.thresholds)
             return cache[offset]
 
-        def evidence(since: int) -> Assessment:
-            return judged(max(0, since - first))
+        windows: dict[int, PreparedWindow] = {}
+        # Each card's evidence window starts where its own verdict was adopted, so the windows
+        # differ from card to card. A window most cards (or the job) will read is judged whole,
+        # once; in any other only the cards asked about are judged (`PreparedWindow`: each
+        # card in full, plus a lighter pass over the others, about 0.4 of a card each).
+        readers = Counter(
+            max(0, state.since - first) for key, state in self._shown.items() if key != JOB_KEY
+        )
+        n_cards = sum(readers.values())
+        job_state = self._shown.get(JOB_KEY)
+        job_offset = max(0, job_state.since - first) if job_state is not None else None
+
+        def evidence(key: str, since: int) -> Verdict | None:
+            offset = max(0, since - first)
+            if key == JOB_KEY:
+                return judged(offset).job
+            if offset in cache or offset == job_offset or 5 * readers[offset] >= 3 * n_cards:
+                return judged(offset).cards.get(key)
+            if offset not in windows:
+                windows[offset] = PreparedWindow(frames[offset:], facts[offset:], self.thresholds)
+            return windows[offset].card(key)
 
         # Each card's recent window reaches back to its last `recent_polls` fresh readings, so
         # a tool that fails every other poll (stale carried-over cards) does not flip the badge
@@ -154,7 +180,7 @@ class VerdictTracker:
         key: str,
         new: Verdict,
         recent_start: int,
-        evidence: Callable[[int], Assessment],
+        evidence: Callable[[str, int], Verdict | None],
     ) -> Verdict:
         state = self._shown.get(key)
         if state is None or (state.verdict.kind == "unknown" and new.kind != "unknown"):
@@ -184,7 +210,7 @@ class VerdictTracker:
         state.cause_candidate, state.cause_count = None, 0
         # Same kind and cause: show the evidence window's figures (more samples) when it
         # agrees, else the recent window's.
-        long = _pick(evidence(state.since), key)
+        long = evidence(key, state.since)
         agrees = long is not None and (long.kind, long.cause) == (shown.kind, shown.cause)
         state.verdict = long if agrees else new
         return state.verdict
@@ -218,6 +244,3 @@ def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str
                 starts[cid] = min(offset, short)
     return starts
 
-
-def _pick(assessment: Assessment, key: str) -> Verdict | None:
-    return assessment.job if key == JOB_KEY else assessment.cards.get(key)

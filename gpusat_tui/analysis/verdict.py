@@ -51,7 +51,6 @@ from gpusat_tui.analysis.window import (
     _cards_of,
     interval_s,
     num,
-    reversals,
 )
 from gpusat_tui.model import UTIL_LABELS, Assessment, Frame, ProcessSample, Verdict
 
@@ -60,9 +59,11 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "STARVING_CAUSES",
     "FrameFacts",
+    "PreparedWindow",
     "Thresholds",
     "frame_facts",
     "judge",
+    "judge_card_prepared",
     "judge_prepared",
 ]
 
@@ -261,17 +262,43 @@ def _clean_stats(values: Iterable[float | None]) -> Stats | None:
     """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
     items = list(values)
     present = [v for v in items if v is not None]
-    if not present:
+    n = len(present)
+    if not n:
         return None
+    # One sort gives the median (as `statistics.median` computes it) and the min (the first
+    # of equal ones, as `min` picks: the sort is stable); `max` picks the first of equal ones
+    # too (0.0 before -0.0), which the sorted list's end would not.
+    ordered = sorted(present)
+    mid = n // 2
+    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     return Stats(
-        n=len(present),
-        missing=len(items) - len(present),
-        mean=math.fsum(present) / len(present),
-        median=statistics.median(present),
-        min=min(present),
+        n=n,
+        missing=len(items) - n,
+        mean=math.fsum(present) / n,
+        median=median,
+        min=ordered[0],
         max=max(present),
         last=present[-1],
     )
+
+
+def _clean_reversals(values: list[float | None], min_step: float) -> int:
+    """`reversals` of figures already cleaned by `num` (same count, without re-checking)."""
+    count = 0
+    direction = 0
+    previous: float | None = None
+    for figure in values:
+        if figure is None:
+            continue
+        if previous is None:
+            previous = figure
+        elif abs(figure - previous) > min_step:
+            step = 1 if figure > previous else -1
+            if direction and step != direction:
+                count += 1
+            direction = step
+            previous = figure
+    return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -721,9 +748,15 @@ def _confidence(base: float, n: int) -> float:
     return round(max(0.0, min(1.0, base * min(1.0, 0.5 + n / 20))), 2)
 
 
+# Verdicts are built without pydantic validation (``model_construct``): every card of every
+# judged window gets one, on every poll, and validating them was a fifth of the tracker's
+# cost. What goes in is built right here (a known kind, lists of str, a float), so validation
+# could not change or reject anything; the objects compare equal to validated ones.
+
+
 def _verdict(kind: str, cause: str | None, why: list[str], advice: list[str], conf: float,
              n: int) -> Verdict:
-    return Verdict(
+    return Verdict.model_construct(
         kind=kind,  # type: ignore[arg-type]
         cause=cause,
         why=[w for w in why if w],
@@ -733,7 +766,7 @@ def _verdict(kind: str, cause: str | None, why: list[str], advice: list[str], co
 
 
 def _unknown(why: list[str], advice: list[str]) -> Verdict:
-    return Verdict(kind="unknown", why=why, advice=advice, confidence=0.0)
+    return Verdict.model_construct(kind="unknown", why=why, advice=advice, confidence=0.0)
 
 
 def _pct_or_none(value: object) -> float | None:
@@ -752,6 +785,58 @@ def _mem_pct(card: object) -> float | None:
     return _pct_or_none(100.0 * used / total) if used is not None and total else None
 
 
+def _readings(
+    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
+) -> tuple[list[_CardFacts], list[_CardFacts], str, Thresholds]:
+    """(every reading, the fresh ones, vendor, its thresholds) of one card in the window."""
+    # One reading per frame that has the card (the first, as `card_readings` takes it).
+    everything = [ff.cards[card_id] for ff in facts if card_id in ff.cards]
+    fresh = [c for c in everything if c.fresh]
+    vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
+    return everything, fresh, vendor, thresholds.for_vendor(vendor)
+
+
+def _light_figures(
+    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
+) -> tuple[_CardFigures | None, Thresholds]:
+    """Only the figures that decide whether a card is unknown (None), idle, and how busy it is
+    (what `_judge_job` reads of the other cards): `judge_card_prepared` needs no more."""
+    _, fresh, vendor, th = _readings(facts, card_id, thresholds)
+    if len(fresh) < th.min_samples:
+        return None, th
+    util = _clean_stats(c.util for c in fresh)
+    if util is None or util.n < th.min_samples:
+        return None, th
+    mem_pct = _clean_stats(c.mem_pct for c in fresh)
+    figs = _CardFigures(
+        card_id=card_id,
+        vendor=vendor,
+        label=UTIL_LABELS.get(vendor, "util"),
+        n=len(fresh),
+        util=util,
+        mem_pct=mem_pct,
+        # `held` reads the used MiB only when there is no percentage.
+        mem_used=_clean_stats(c.mem_used for c in fresh) if mem_pct is None else None,
+        mem_total=None,
+        power=None,
+        cap=None,
+        pfrac=_clean_stats(c.pfrac for c in fresh),
+        mem_reversals=0,
+    )
+    return figs, th
+
+
+def _is_idle(f: _CardFigures, th: Thresholds) -> bool:
+    """Whether `_decide` says ``idle`` (its step 1, the same two tests)."""
+    u = f.util
+    held = f.held(th)
+    pfrac = f.pfrac.median if f.pfrac is not None else None
+    near_floor = pfrac is not None and pfrac < th.idle_power_frac
+    if held is False and (u.median <= th.idle_util_pct or near_floor):
+        return True
+    return held is None and u.median <= th.idle_util_pct and (pfrac is None or near_floor)
+
+
 def _judge_card(
     frames: Sequence[Frame],
     facts: Sequence[FrameFacts],
@@ -759,11 +844,7 @@ def _judge_card(
     thresholds: Thresholds,
     evidence: Callable[[str], _HostEvidence],
 ) -> tuple[Verdict, _CardFigures | None]:
-    # One reading per frame that has the card (the first, as `card_readings` takes it).
-    everything = [ff.cards[card_id] for ff in facts if card_id in ff.cards]
-    fresh = [c for c in everything if c.fresh]
-    vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
-    th = thresholds.for_vendor(vendor)
+    everything, fresh, vendor, th = _readings(facts, card_id, thresholds)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
     if n < th.min_samples:
@@ -808,7 +889,7 @@ def _judge_card(
         power=_clean_stats(c.power for c in fresh),
         cap=cap.median if cap and cap.median > 0 else None,
         pfrac=_clean_stats(c.pfrac for c in fresh),
-        mem_reversals=reversals((c.mem_pct for c in fresh), 0.5),
+        mem_reversals=_clean_reversals([c.mem_pct for c in fresh], 0.5),
     )
     return _decide(figs, th, lambda: evidence(card_id)), figs
 
@@ -947,22 +1028,31 @@ def _decide(f: _CardFigures, th: Thresholds, evidence: Callable[[], _HostEvidenc
 _SEVERITY = ("imbalanced", "starving", "fragmenting", "saturated", "idle", "unknown")
 
 
-def _judge_job(
-    verdicts: dict[str, Verdict],
-    figures: dict[str, _CardFigures],
+@dataclass
+class _Lag:
+    """The first group of cards of one job with a card lagging far behind the others."""
+
+    group: list[str]
+    laggards: list[str]
+    others: list[str]
+    centers: dict[str, float]
+    other_med: float
+    basis: str
+
+    def line(self, card_id: str) -> str:
+        """The line added to a lagging card's ``why``."""
+        return (
+            f"lags the job: {_p(self.centers[card_id])} vs {_p(self.other_med)} "
+            f"on {', '.join(self.others)}"
+        )
+
+
+def _lagging(
+    active: list[str],
+    figures: Mapping[str, _CardFigures],
     tie: _ProcessTie,
     thresholds: Thresholds,
-) -> tuple[Verdict, dict[str, Verdict]]:
-    """The job verdict, and the card verdicts with a line added to any lagging card."""
-    if not verdicts:
-        return _unknown(
-            ["no card in the window"],
-            ["No accelerator tool answered: see the status line for what was searched"],
-        ), verdicts
-    if len(verdicts) == 1:
-        return next(iter(verdicts.values())), verdicts
-
-    active = [c for c, v in verdicts.items() if v.kind not in ("idle", "unknown") and c in figures]
+) -> _Lag | None:
     groups, basis = tie.groups(active)
     for group in groups:
         if len(group) < 2:
@@ -979,6 +1069,30 @@ def _judge_job(
             continue
         others = [c for c in group if c not in laggards]
         other_med = statistics.median(centers[c] for c in others)
+        return _Lag(group, laggards, others, centers, other_med, basis)
+    return None
+
+
+def _judge_job(
+    verdicts: dict[str, Verdict],
+    figures: dict[str, _CardFigures],
+    tie: _ProcessTie,
+    thresholds: Thresholds,
+) -> tuple[Verdict, dict[str, Verdict]]:
+    """The job verdict, and the card verdicts with a line added to any lagging card."""
+    if not verdicts:
+        return _unknown(
+            ["no card in the window"],
+            ["No accelerator tool answered: see the status line for what was searched"],
+        ), verdicts
+    if len(verdicts) == 1:
+        return next(iter(verdicts.values())), verdicts
+
+    active = [c for c, v in verdicts.items() if v.kind not in ("idle", "unknown") and c in figures]
+    lag = _lagging(active, figures, tie, thresholds)
+    if lag is not None:
+        group, laggards, others = lag.group, lag.laggards, lag.others
+        centers, other_med, basis = lag.centers, lag.other_med, lag.basis
         label = figures[group[0]].label
         lag_txt = ", ".join(f"{c} at {_p(centers[c])}" for c in laggards)
         why = [
@@ -1005,10 +1119,7 @@ def _judge_job(
         updated = dict(verdicts)
         for c in laggards:
             v = updated[c]
-            updated[c] = v.model_copy(
-                update={"why": [*v.why, f"lags the job: {_p(centers[c])} vs {_p(other_med)} "
-                                         f"on {', '.join(others)}"]}
-            )
+            updated[c] = v.model_copy(update={"why": [*v.why, lag.line(c)]})
         job = Verdict(
             kind="imbalanced", cause="straggler", why=why, advice=advice,
             confidence=round(max(0.3, min(0.9, conf)), 2),
@@ -1067,14 +1178,94 @@ def judge_prepared(
     evidence = _EvidenceCache(facts, tie)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, _CardFigures] = {}
-    seen: dict[str, None] = {}
-    for ff in facts:
-        for cid in ff.cards:
-            seen.setdefault(cid, None)
-    for cid in seen:
+    for cid in _ids(facts):
         verdict, figs = _judge_card(frames, facts, cid, thresholds, evidence)
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
     job, verdicts = _judge_job(verdicts, figures, tie, thresholds)
     return Assessment(cards=verdicts, job=job)
+
+
+def _ids(facts: Sequence[FrameFacts]) -> list[str]:
+    """Every card id in the window, in order of first appearance (as `card_ids`)."""
+    seen: dict[str, None] = {}
+    for ff in facts:
+        for cid in ff.cards:
+            seen.setdefault(cid, None)
+    return list(seen)
+
+
+class PreparedWindow:
+    """One window's card verdicts, judged one card at a time, on demand.
+
+    ``window.card(card_id) == judge_prepared(frames, facts, thresholds).cards.get(card_id)``.
+    The tracker re-reads each card's evidence window (every poll since its verdict was
+    adopted) on every poll, and cards adopt verdicts at different polls: judging every card
+    in every one of those windows cost up to a full judgement of all cards per card. Here only
+    the cards asked about are judged in full; of the others only what the job's imbalance test
+    reads is computed, once per window (unknown or idle, and the utilisation median), since a
+    lagging card's ``why`` gains a line from it.
+    """
+
+    def __init__(
+        self,
+        frames: Sequence[Frame],
+        facts: Sequence[FrameFacts],
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    ) -> None:
+        self._frames = frames
+        self._facts = facts
+        self._thresholds = thresholds
+        self._ids = _ids(facts)
+        self._tie = _ProcessTie(facts)
+        self._evidence = _EvidenceCache(facts, self._tie)
+        self._lag: _Lag | None = None
+        self._lag_done = False
+
+    def card(self, card_id: str) -> Verdict | None:
+        """The card's verdict in this window (None when the window never shows the card)."""
+        if card_id not in self._ids:
+            return None
+        verdict, figs = _judge_card(
+            self._frames, self._facts, card_id, self._thresholds, self._evidence
+        )
+        if len(self._ids) == 1 or figs is None or verdict.kind == "idle":
+            return verdict  # alone, unknown or idle: never a lagging card of a job
+        # Utilisation medians are at most 100, so a card above these lines lags no leader:
+        # the other cards need not be read at all (the common case, a busy card).
+        th = self._thresholds
+        center = figs.util.median
+        if center > 100.0 - th.imbalance_gap_pct or (
+            th.imbalance_ratio >= 0 and center > 100.0 * th.imbalance_ratio
+        ):
+            return verdict
+        lag = self._lagging()
+        if lag is None or card_id not in lag.laggards:
+            return verdict
+        return verdict.model_copy(update={"why": [*verdict.why, lag.line(card_id)]})
+
+    def _lagging(self) -> _Lag | None:
+        if not self._lag_done:
+            figures: dict[str, _CardFigures] = {}
+            active: list[str] = []
+            for cid in self._ids:
+                figs, th = _light_figures(self._facts, cid, self._thresholds)
+                if figs is not None:
+                    figures[cid] = figs
+                    if not _is_idle(figs, th):
+                        active.append(cid)
+            self._lag = _lagging(active, figures, self._tie, self._thresholds)
+            self._lag_done = True
+        return self._lag
+
+
+def judge_card_prepared(
+    frames: Sequence[Frame],
+    facts: Sequence[FrameFacts],
+    card_id: str,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> Verdict | None:
+    """``judge_prepared(frames, facts, thresholds).cards.get(card_id)``, judging only that card
+    in full (see `PreparedWindow`)."""
+    return PreparedWindow(frames, facts, thresholds).card(card_id)

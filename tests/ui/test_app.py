@@ -371,3 +371,30 @@ async def test_verdict_engine_error_shows_unknown_and_figures_keep_flowing() -> 
         assert "UNKNOWN" in text
         assert "verdict engine error: ZeroDivisionError('window empty')" in text
         assert app.ended is None
+
+
+async def test_card_list_repaints_only_the_rows_that_changed() -> None:
+    # Card 0's figure changes every frame, card 2's only on the last one, card 1's never.
+    utils = [(10.0, 50.0, 70.0), (11.0, 50.0, 70.0), (12.0, 50.0, 75.0)]
+    frames = frames_for(3, lambda i: [card(j, utils[i][j]) for j in range(3)])
+    source = ListSource(frames, delay=0.3)
+    app = make_app(source)
+    regions: list[tuple[tuple[int, int, int, int], ...]] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 0)
+        refresh = app.card_list.refresh
+
+        def spy(*args: object, **kw: object) -> object:
+            regions.append(tuple(tuple(r) for r in args))  # type: ignore[arg-type]
+            return refresh(*args, **kw)  # type: ignore[arg-type]
+
+        app.card_list.refresh = spy  # type: ignore[method-assign]
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
+        rows = screen_text(app).splitlines()
+        assert "▸ 0  11%" in rows[1] and "1  50%" in rows[2] and "2  70%" in rows[3]
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
+        rows = screen_text(app).splitlines()
+        assert "▸ 0  12%" in rows[1] and "1  50%" in rows[2] and "2  75%" in rows[3]
+        width = app.card_list.content_size.width
+    # Frame 1 changed row 0 only; frame 2 rows 0 and 2: never the whole list.
+    assert regions == [((0, 0, width, 1),), ((0, 0, width, 1), (0, 2, width, 1))]

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Click
+from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 
@@ -121,9 +122,24 @@ class CardList(Widget):
             label = f"{marker}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
             rows.append((label, kind, card.id == selected))
         self.ids = [c.id for c in cards]
-        if rows != self._rows:
-            self._rows = rows
+        if rows == self._rows:
+            return
+        old, self._rows = self._rows, rows
+        if len(old) != len(rows) or [r[2] for r in old] != [r[2] for r in rows]:
+            # Cards came or went, or the selection moved (the rows shown may slide): all of it.
             self.refresh()
+            return
+        # Only the rows whose text or verdict changed. A full refresh would re-render and
+        # re-send every line of the list's full height (mostly blank below the last card):
+        # that was about half of all the lines the dashboard redrew per frame.
+        width = self.content_size.width
+        changed = [
+            Region(0, line, width, 1)
+            for line, i in enumerate(self._window(self.content_size.height))
+            if rows[i] != old[i]
+        ]
+        if changed:
+            self.refresh(*changed)
 
     @property
     def lines(self) -> list[str]:

@@ -1,0 +1,103 @@
+"""The verdict engine's shortcuts give exactly what plain `judge` gives.
+
+The tracker reads each frame once (`frame_facts`) and judges evidence windows one card at a
+time (`PreparedWindow`, `judge_card_prepared`): these tests pin those to `judge` itself, over
+every labelled scenario, windows of several lengths and odd thresholds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdict import (
+    PreparedWindow,
+    Thresholds,
+    frame_facts,
+    judge,
+    judge_card_prepared,
+    judge_prepared,
+)
+from gpusat_tui.model import Frame, Verdict
+from tests.scenarios import SCENARIOS
+
+
+def widened(frames: list[Frame], cards: int) -> list[Frame]:
+    """The scenario's cards repeated to ``cards`` cards (more cards, more job groupings)."""
+    return [
+        f.model_copy(update={"cards": [
+            f.cards[i % len(f.cards)].model_copy(update={"index": i}) for i in range(cards)
+        ]}) if f.cards else f
+        for f in frames
+    ]
+
+
+def windows(frames: list[Frame]) -> list[list[Frame]]:
+    return [
+        frames[start:end]
+        for end in range(1, len(frames) + 1, 4)
+        for start in sorted({0, max(0, end - 3), max(0, end - 30)})
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_card_by_card_equals_the_whole_judgement(name: str) -> None:
+    compared = lagging = 0
+    for frames in (SCENARIOS[name].frames(48), widened(SCENARIOS[name].frames(48), 6)):
+        for window in windows(frames):
+            facts = [frame_facts(f) for f in window]
+            whole = judge(window)
+            assert judge_prepared(window, facts) == whole
+            prepared = PreparedWindow(window, facts)
+            for cid, verdict in whole.cards.items():
+                assert prepared.card(cid) == verdict
+                assert judge_card_prepared(window, facts, cid) == verdict
+                compared += 1
+                lagging += any(line.startswith("lags the job") for line in verdict.why)
+            assert prepared.card("nvidia:99") is None
+    assert compared > 0
+    if name == "imbalanced_4_cards":
+        # The one line that depends on the other cards was compared too.
+        assert lagging > 0
+
+
+@pytest.mark.parametrize("ratio", [-0.5, 0.0, 0.6, 1.0, 1.5])
+@pytest.mark.parametrize("gap", [-10.0, 0.0, 35.0, 120.0])
+def test_card_by_card_equals_the_whole_judgement_with_odd_imbalance_lines(
+    ratio: float, gap: float
+) -> None:
+    th = Thresholds(imbalance_ratio=ratio, imbalance_gap_pct=gap)
+    frames = widened(SCENARIOS["imbalanced_4_cards"].frames(24), 6)
+    for window in (frames[:10], frames[4:24], frames):
+        facts = [frame_facts(f) for f in window]
+        whole = judge(window, th)
+        assert len(whole.cards) == 6
+        for cid, verdict in whole.cards.items():
+            assert judge_card_prepared(window, facts, cid, th) == verdict
+
+
+def test_verdicts_built_without_validation_are_valid_verdicts() -> None:
+    seen = 0
+    for scenario in SCENARIOS.values():
+        frames = scenario.frames(20)
+        for assessment in (judge(frames), judge(frames[-3:]), judge(frames[:1])):
+            for verdict in [*assessment.cards.values(), assessment.job]:
+                assert Verdict.model_validate(verdict.model_dump()) == verdict
+                assert all(isinstance(line, str) for line in verdict.why + verdict.advice)
+                assert isinstance(verdict.confidence, float)
+                seen += 1
+    assert seen > 50
+
+
+def test_tracker_evidence_is_the_judgement_of_the_window_since_the_verdict() -> None:
+    # The badge shows, once it holds, the evidence window's verdict: all polls since it was
+    # adopted (here the whole 30 s window of a steady scenario).
+    frames = SCENARIOS["starving_input_bound"].frames(40)
+    tracker = VerdictTracker()
+    for frame in frames:
+        shown = tracker.push(frame)
+    window = list(tracker.window)
+    assert len(window) == 31
+    reference = judge(window)
+    assert shown.cards["nvidia:0"].kind == "starving"
+    assert shown.cards["nvidia:0"] == reference.cards["nvidia:0"]

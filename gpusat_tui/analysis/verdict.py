@@ -530,6 +530,8 @@ def _worker_line(ev: _HostEvidence) -> str:
         return "no DataLoader workers seen"
     if ev.worker_cpu is None:
         return f"{_plural(ev.n_workers, 'worker')}, CPU not readable"
+    if ev.n_workers == 1:
+        return f"1 worker at {_p(ev.worker_cpu)} CPU"
     return (
         f"{_plural(ev.n_workers, 'worker')} at {_p(ev.worker_cpu)} CPU each "
         f"({_p(ev.worker_sum or 0.0)} together)"

@@ -29,6 +29,7 @@ from gpusat_tui.processes import (
     hidepid_from_mounts,
     parse_proc_stat,
 )
+from tests.proctree import kill_group, subreaper
 
 JOBS = Path(__file__).parent / "jobs"
 PY = sys.executable
@@ -65,9 +66,11 @@ class Job:
                 Path(f"/proc/{self.pid}/autogroup").write_text("-10")
 
     def kill(self) -> None:
+        """Kill the whole group and return once every process of it is reaped (`kill_group`)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
+        kill_group(self.pid)
         if self.proc.stdout:
             self.proc.stdout.close()
 
@@ -81,11 +84,14 @@ def start_job() -> Iterator[Callable[..., Job]]:
         jobs.append(job)
         return job
 
-    try:
-        yield start
-    finally:
-        for job in jobs:
-            job.kill()
+    # Adopt the jobs' orphans (a launcher's ranks, a forkserver) so that `Job.kill` reaps them
+    # at once: left to init, their zombie workers would be auto-discovered by the next test.
+    with subreaper():
+        try:
+            yield start
+        finally:
+            for job in jobs:
+                job.kill()
 
 
 def children_named(pid: int, name: str) -> list[int]:

@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 
-from tests.jobs.fake_tree import set_name
+from tests.jobs.fake_tree import say, set_name
 
 #: How long one spin or nap lasts: short, so a worker notices its trainer is gone quickly.
 SLICE_S = 0.05
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, terminate)
-    print(" ".join(str(c) for c in children), flush=True)
+    say(" ".join(str(c) for c in children))
     while time.monotonic() < deadline:
         if args.trainer_burn:
             spin(SLICE_S)

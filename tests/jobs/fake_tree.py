@@ -27,6 +27,18 @@ def set_name(name: str) -> None:
     libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()), 0, 0, 0)
 
 
+def say(line: str) -> None:
+    """Write ``line`` and its newline to stdout in ONE write(2).
+
+    ``print`` makes two writes (the text, then ``end``) when stdout is unbuffered, as it is
+    under ``PYTHONUNBUFFERED=1`` (common in CI images). Two trees started by one launcher
+    share a pipe, and their PID lines then interleave ("2659 2660" + "2663\n" + "\n"). A
+    single write of a line under PIPE_BUF bytes reaches a pipe whole.
+    """
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
 def spin_or_sleep(burn: bool, deadline: float, parent: int) -> None:
     while time.monotonic() < deadline and os.getppid() == parent:
         if burn:
@@ -75,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=pin, daemon=True).start()
     for _ in range(args.threads):
         threading.Thread(target=threading.Event().wait, args=(args.max_s,), daemon=True).start()
-    print(" ".join(str(c) for c in children), flush=True)
+    say(" ".join(str(c) for c in children))
     # Reap children as they exit (a killed worker must vanish, not linger as a zombie).
     while children and time.monotonic() < deadline:
         try:

@@ -8,8 +8,9 @@ recording.
 
 Exit status: 0 when it ran (even if a tool failed every poll: ``errors`` says so), 1 when no
 accelerator tool was found (stderr says where it looked), 2 on a usage error (argparse). On
-Ctrl-C (SIGINT) or SIGTERM polling stops, the tool in flight is killed, the report of what was
-gathered so far is printed as usual, and the exit status is 130 (SIGINT) or 143 (SIGTERM), the
+Ctrl-C (SIGINT), SIGTERM or SIGHUP polling stops, the tool in flight is killed, the report of
+what was gathered so far is printed as usual, and the exit status is 128 + the signal (130 for
+SIGINT, 143 for SIGTERM, 129 for SIGHUP), the
 shell convention, so a script can tell an interrupted run from a complete one. ``--record FILE``
 also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be written is a
 usage error (2).
@@ -55,6 +56,10 @@ __all__ = [
     "render_human",
     "run_check",
 ]
+
+#: Signals that stop a run cleanly: Ctrl-C, ``kill``, and a closed terminal or tmux pane (the
+#: tool in flight runs in its own session, so dying on the spot would leave it behind).
+STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 #: Ties between card verdicts go to the more severe (issue 2, part 6).
 SEVERITY: tuple[str, ...] = ("fragmenting", "starving", "saturated", "imbalanced", "unknown")
@@ -339,7 +344,7 @@ async def _collect(
             received.append(signum)
             task.cancel()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     tracker = VerdictTracker(window_s=30.0)
     start = time.monotonic()
@@ -359,7 +364,7 @@ async def _collect(
         task.uncancel()
     finally:
         await source.aclose()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
     return time.monotonic() - start, (received[0] if received else None)
 

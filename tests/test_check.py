@@ -253,7 +253,9 @@ def test_intel_xpu_smi_gives_no_kunlunxin_card_and_one_clear_note(fake_bin: Fake
 # --- signals, human output, recording --------------------------------------------------------
 
 
-@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
 def test_signal_stops_the_run_and_prints_what_was_gathered(
     fake_bin: FakeBin, sig: int, status: int
 ) -> None:

@@ -117,6 +117,24 @@ _REAP_S = 0.2
 _EXIT_POLL_S = 0.005
 
 
+#: Tool calls running right now, so that a dying front end can kill them (see
+#: `kill_running_tools`). Only touched from the event loop's thread.
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+
+
+def kill_running_tools() -> int:
+    """SIGKILL and reap every tool call in flight; returns how many there were.
+
+    For a front end about to exit on a signal (a closed tmux pane): each tool leads its own
+    session, so nothing else would stop a hung one. Synchronous, so it is done before any
+    shutdown step that could block.
+    """
+    running = list(_RUNNING)
+    for proc in running:
+        _kill_and_reap(proc)
+    return len(running)
+
+
 def _kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the call's whole process group (it leads its own session), then reap it.
 
@@ -199,6 +217,7 @@ async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) 
         start_new_session=True,
         close_fds=True,
     )
+    _RUNNING.add(proc)
     try:
         async with asyncio.timeout(timeout):
             out, err = await _read_both(proc, cap)
@@ -212,6 +231,7 @@ async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) 
             raise _Timeout from None
         raise
     finally:
+        _RUNNING.discard(proc)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()

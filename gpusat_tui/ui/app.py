@@ -9,8 +9,12 @@ whose text did not change. Only the selected card is drawn in full.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import signal
 import sys
+import threading
 import time
 from argparse import Namespace
 from collections.abc import Callable
@@ -43,6 +47,9 @@ DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
 #: Replay speeds offered by +/-.
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
+#: Seconds a signal-triggered exit may take to restore the terminal before the process ends
+#: anyway (see `GpusatApp._exit_on_signal`).
+_SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
 
 
@@ -203,6 +210,7 @@ class GpusatApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._exit_on_hangup()
         self.job_bar.display = False
         self.detail.why.display = False
         self.detail.show(None, None, None)
@@ -220,6 +228,29 @@ class GpusatApp(App[int]):
             self._tick()  # an injected sampler (tests) answers at once
         if self.source is not None:
             self._poll()
+
+    def _exit_on_hangup(self) -> None:
+        """Closing the tmux pane (SIGHUP) or a plain ``kill`` (SIGTERM) must exit like ``q``.
+
+        Python's default for both is to die on the spot, skipping ``on_unmount``: a tool the
+        live source is waiting on runs in its own session and would be left behind (a hung
+        tool for good). Exiting through the app closes the source, which kills it.
+        """
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
+
+    def _exit_on_signal(self, sig: int) -> None:
+        from gpusat_tui.sources.live import kill_running_tools
+
+        kill_running_tools()  # first, and synchronously: nothing below may be reached
+        # Textual's shutdown writes to the terminal, which a closed pane no longer drains:
+        # it can block for good. Give it a moment to restore a live terminal, then go.
+        watchdog = threading.Timer(_SIGNAL_EXIT_GRACE_S, os._exit, (128 + sig,))
+        watchdog.daemon = True
+        watchdog.start()
+        self.call_later(self.exit)
 
     # --- the one worker that owns the source ---------------------------------------------------
 

@@ -40,7 +40,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -203,6 +203,23 @@ class _StatFile:
         self.close()
 
 
+
+@contextlib.contextmanager
+def _proc_errors() -> Iterator[None]:
+    """Say what an OSError on ``/proc/<pid>/...`` means for the process being read.
+
+    ENOENT/ESRCH: it is gone; EACCES: not ours to read; anything else: a failure to report.
+    """
+    try:
+        yield
+    except (FileNotFoundError, ProcessLookupError):
+        raise _Gone from None
+    except PermissionError:
+        raise _Denied from None
+    except OSError as exc:
+        raise _Failed(str(exc)) from None
+
+
 class _ProcfsReader:
     """Linux: read /proc directly, one small file per process per tick."""
 
@@ -232,35 +249,18 @@ class _ProcfsReader:
         self.kept = 0
 
     def _read(self, path: str) -> bytes:
-        try:
+        with _proc_errors():
             fd = os.open(path, os.O_RDONLY)
-        except (FileNotFoundError, ProcessLookupError):
-            raise _Gone from None
-        except PermissionError:
-            raise _Denied from None
-        except OSError as exc:
-            raise _Failed(str(exc)) from None
         try:
-            return os.read(fd, 4096)
-        except ProcessLookupError:
-            raise _Gone from None
-        except PermissionError:
-            raise _Denied from None
-        except OSError as exc:
-            raise _Failed(str(exc)) from None
+            with _proc_errors():
+                return os.read(fd, 4096)
         finally:
             os.close(fd)
 
     def stat(self, pid: int, handle: object = None) -> ProcStat:
         if isinstance(handle, _StatFile) and handle.fd >= 0:
-            try:
+            with _proc_errors():
                 data = os.pread(handle.fd, 4096, 0)
-            except ProcessLookupError:
-                raise _Gone from None
-            except PermissionError:
-                raise _Denied from None
-            except OSError as exc:
-                raise _Failed(str(exc)) from None
         else:
             data = self._read(f"{self.root}/{pid}/stat")
         if not data:

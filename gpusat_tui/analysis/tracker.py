@@ -224,6 +224,11 @@ def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str
     counts: dict[str, int] = {}
     starts: dict[str, int] = {}
     for offset in range(len(frames) - 1, -1, -1):
+        if offset < short and all(cid in starts for cid in counts):
+            # Past the plain recent polls only the cards in ``counts`` are read, and each of
+            # them has its start: older polls would change nothing (most pushes stop here, at
+            # ``short``, instead of reading the whole window).
+            break
         if offset == short - 1:
             # Past the plain recent polls: only cards with a fresh reading there go further.
             counts = {cid: n for cid, n in counts.items() if n > 0}

@@ -17,6 +17,7 @@ from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,
     assert_every_sample_tested_and_indexed,
+    card_figures,
     parse_or_refuse,
     read_sample,
     sample_lines_and_noise,
@@ -34,14 +35,6 @@ def sample(name: str) -> str:
     return read_sample(SAMPLES, name)
 
 
-def figures(card: CardReading) -> Row:
-    """(index, name, util, used, total, power, cap, temp) of one card."""
-    return (
-        card.index, card.name, card.util_pct, card.mem_used_mib, card.mem_total_mib,
-        card.power_w, card.power_cap_w, card.temp_c,
-    )
-
-
 def procs(reading_processes: list[CardProcess]) -> list[Row]:
     return [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in reading_processes]
 
@@ -55,7 +48,7 @@ GPU1_NOTE = "Unable to determine the device handle for GPU1: 0000:34:00.0: Unkno
 def test_table_8xv100_old_79col_mem_full_idle() -> None:
     r = nvidia_smi.parse_table(sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt"))
     assert r.version == "470.129.06"
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 30.0),
         (1, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 29.0),
         (2, V100, 0.0, 27068.0, 32510.0, 35.0, 250.0, 31.0),
@@ -81,7 +74,7 @@ def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
     )
     name = "NVIDIA RTX PRO 6000 Blac..."
     assert r.version == "610.57.04"
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, name, 100.0, 88450.0, 97887.0, 299.0, 300.0, 87.0),
         (2, name, 100.0, 88450.0, 97887.0, 298.0, 300.0, 86.0),
         (3, name, 0.0, 10.0, 97887.0, 6.0, 300.0, 33.0),
@@ -106,7 +99,7 @@ def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
 def test_table_mig_util_na(name: str, version: str, power: float, mig_devices: float) -> None:
     r = nvidia_smi.parse_table(sample(name))
     assert r.version == version
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)
     ]
     assert r.cards[0].extras == {"mig": "Enabled", "mig_devices": mig_devices}
@@ -116,7 +109,7 @@ def test_table_mig_util_na(name: str, version: str, power: float, mig_devices: f
 def test_table_59x_new_border_truncated() -> None:
     r = nvidia_smi.parse_table(sample("nvidia-smi-RTX2060-595.71.05-new-border-truncated.txt"))
     assert r.version == "595.71.05"
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, "NVIDIA GeForce RTX 2060", 7.0, 712.0, 6144.0, 65.0, 170.0, 53.0)
     ]
     assert r.cards[0].bus_id == "00000000:07:00.0"
@@ -126,7 +119,7 @@ def test_table_59x_new_border_truncated() -> None:
 def test_table_err_power_fragment() -> None:
     r = nvidia_smi.parse_table(sample("nvidia-smi-V100-ERR-power-fragment-truncated.txt"))
     assert r.version is None
-    assert [figures(c) for c in r.cards] == [(1, V100, 0.0, 593.0, 16160.0, None, 250.0, 29.0)]
+    assert card_figures(r.cards) == [(1, V100, 0.0, 593.0, 16160.0, None, 250.0, 29.0)]
     assert r.cards[0].bus_id == "00008ED0:00:00.0"
 
 
@@ -149,7 +142,7 @@ def test_table_truncated_mid_block_keeps_what_it_saw() -> None:
     text = sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt")
     cut = "\n".join(text.splitlines()[:13])  # GPU 0 complete, GPU 1 header line only
     r = nvidia_smi.parse_table(cut)
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 30.0),
         (1, V100, None, None, None, None, None, None),
     ]
@@ -189,7 +182,7 @@ def test_query_gpu_not_supported_noheader() -> None:
     r = nvidia_smi.parse_query_gpu(
         sample("query-gpu-csv-noheader-GTX770-NotSupported.txt"), fields
     )
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, "GeForce GTX 770", None, None, None, None, None, 52.0)
     ]
 
@@ -198,7 +191,7 @@ def test_query_gpu_nounits_header_keeps_brackets_unknown_error() -> None:
     r = nvidia_smi.parse_query_gpu(
         sample("query-gpu-csv-nounits-RTX2080Ti-UnknownError-win442.txt")
     )
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, "GeForce RTX 2080 Ti", 100.0, None, None, 228.82, 210.0, 56.0)
     ]
 
@@ -211,7 +204,7 @@ def test_query_gpu_our_fields_with_na_and_stderr_line() -> None:
         ", [Unknown Error]\n"
     )
     r = nvidia_smi.parse_query_gpu(text)
-    assert [figures(c) for c in r.cards] == [
+    assert card_figures(r.cards) == [
         (0, "NVIDIA H200", 97.0, 130013.0, 143771.0, 651.32, 700.0, 61.0),
         (2, "NVIDIA H200", None, None, 143771.0, None, None, None),
     ]
@@ -323,7 +316,7 @@ EXPECTED = [
 
 def test_fake_table_round_trip() -> None:
     r = nvidia_smi.parse_table(fake.render(FAKE_CARDS, FAKE_PROCS))
-    assert [figures(c) for c in r.cards] == EXPECTED
+    assert card_figures(r.cards) == EXPECTED
     assert r.cards[1].extras == {"mig": "Enabled"}
     assert procs(r.processes) == [
         (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
@@ -335,7 +328,7 @@ def test_fake_csv_and_apps_round_trip_through_spec_args() -> None:
     (spec,) = nvidia_smi.SPECS
     required, apps = spec.queries
     cards = required.parse(fake.render_for_args(required.args, FAKE_CARDS, FAKE_PROCS)).cards
-    assert [figures(c) for c in cards] == EXPECTED
+    assert card_figures(cards) == EXPECTED
     assert [c.uuid for c in cards] == [fake.fake_uuid(i) for i in (0, 1, 3)]
     processes = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS)).processes
     assert procs(resolve_process_cards(cards, processes)) == [
@@ -457,7 +450,7 @@ def use_nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def nvml_figures(card: CardReading) -> Row:
-    return (*figures(card), card.uuid, card.bus_id, card.tool)
+    return (*card_figures([card])[0], card.uuid, card.bus_id, card.tool)
 
 
 def test_nvml_normal_values(use_nvml: Any) -> None:

@@ -19,13 +19,11 @@ nothing behind for long.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import sys
 import time
 
-from tests.jobs.fake_tree import say, set_name
+from tests.jobs.fake_tree import fork_workers, kill_workers, kill_workers_on_sigterm, say
 
 #: How long one spin or nap lasts: short, so a worker notices its trainer is gone quickly.
 SLICE_S = 0.05
@@ -64,28 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.max_s
     me = os.getpid()
-    children: list[int] = []
-    for _ in range(args.workers):
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            set_name("pt_data_worker")
-            try:
-                worker(args.worker_burn_s, deadline, me, args.stop_file)
-            finally:
-                os._exit(0)
-        children.append(pid)
-
-    def kill_children() -> None:
-        for child in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-
-    def terminate(_signo: int, _frame: object) -> None:
-        kill_children()
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, terminate)
+    children = fork_workers(
+        args.workers, lambda: worker(args.worker_burn_s, deadline, me, args.stop_file)
+    )
+    kill_workers_on_sigterm(children)
     say(" ".join(str(c) for c in children))
     while time.monotonic() < deadline:
         if args.trainer_burn:
@@ -103,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             if pid in children:
                 children.remove(pid)
-    kill_children()
+    kill_workers(children)
     return 0
 
 

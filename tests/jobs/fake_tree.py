@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 PR_SET_NAME = 15
 
@@ -49,6 +50,39 @@ def spin_or_sleep(burn: bool, deadline: float, parent: int) -> None:
             time.sleep(0.2)
 
 
+def fork_workers(count: int, body: Callable[[], None]) -> list[int]:
+    """Fork ``count`` children named ``pt_data_worker`` (as torch names them), each running
+    ``body`` then exiting; returns their PIDs."""
+    children: list[int] = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            set_name("pt_data_worker")
+            try:
+                body()
+            finally:
+                os._exit(0)
+        children.append(pid)
+    return children
+
+
+def kill_workers(children: list[int]) -> None:
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
+
+def kill_workers_on_sigterm(children: list[int]) -> None:
+    """On SIGTERM, SIGKILL the workers, then exit: a test's kill takes the whole tree."""
+
+    def terminate(_signo: int, _frame: object) -> None:
+        kill_workers(children)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=2)
@@ -60,25 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.max_s
     me = os.getpid()
-    children: list[int] = []
-    for _ in range(args.workers):
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            set_name("pt_data_worker")
-            try:
-                spin_or_sleep(args.burn, deadline, me)
-            finally:
-                os._exit(0)
-        children.append(pid)
-
-    def terminate(_signo: int, _frame: object) -> None:
-        for child in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, terminate)
+    children = fork_workers(args.workers, lambda: spin_or_sleep(args.burn, deadline, me))
+    kill_workers_on_sigterm(children)
     if args.pin != "none":
         def pin() -> None:
             set_name("pt_data_pin")

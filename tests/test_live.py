@@ -368,6 +368,36 @@ async def test_per_card_queries_run_every_nth_poll_and_their_figures_are_carried
     assert tool.calls(("--extra", "0")) == 3 and tool.calls(("--extra", "2")) == 3
 
 
+async def test_process_list_queries_run_every_nth_poll_and_their_list_stands_in(
+    fake_bin: FakeBin,
+) -> None:
+    pids = Query("pids", ("--pids",), toy_parse_pids, optional=True, process_list=True)
+    # Step n: util n; the process on card 0 is pid 100 + n.
+    steps = [Step(cards=(card(0, n), card(1, n)), processes=(FakeProcess(100 + n, "python", 0),))
+             for n in range(1, 8)]
+    tool = fake_bin.add("toy-smi", toy_render, steps, arg_lists=[(), ("--pids",)])
+    frames = await poll_n(source(fake_bin, toy_spec(queries=(MAIN, pids)), enrich_every=3), 7)
+    # The figures are fresh on every poll; the list was read on polls 0, 3 and 6 (the tool's
+    # own steps 1, 2, 3) and the last one read stood in between.
+    assert [f.cards[0].util_pct for f in frames] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    assert [[p.pid for p in f.card_processes] for f in frames] == [
+        [101], [101], [101], [102], [102], [102], [103]
+    ]
+    assert all(f.errors == [] for f in frames)
+    assert tool.calls(()) == 7 and tool.calls(("--pids",)) == 3
+
+
+async def test_a_failed_process_list_is_not_carried_over(fake_bin: FakeBin) -> None:
+    pids = Query("pids", ("--pids",), toy_parse_pids, optional=True, process_list=True)
+    steps = [Step(cards=(card(0, 1),), processes=(FakeProcess(101, "python", 0),)),
+             Step(cards=(card(0, 2),), mode="fail", only_args="--pids")]
+    fake_bin.add("toy-smi", toy_render, steps, arg_lists=[(), ("--pids",)])
+    src = source(fake_bin, toy_spec(queries=(MAIN, pids)), enrich_every=1)
+    frames = await poll_n(src, 2)
+    assert [p.pid for p in frames[0].card_processes] == [101]
+    assert frames[1].card_processes == []
+
+
 async def test_enrich_every_one_runs_per_card_queries_on_every_poll(fake_bin: FakeBin) -> None:
     extra = Query("extra", ("--extra", "{index}"), toy_parse_extra, optional=True,
                   per_card=True)

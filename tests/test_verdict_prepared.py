@@ -101,3 +101,52 @@ def test_tracker_evidence_is_the_judgement_of_the_window_since_the_verdict() -> 
     reference = judge(window)
     assert shown.cards["nvidia:0"].kind == "starving"
     assert shown.cards["nvidia:0"] == reference.cards["nvidia:0"]
+
+
+# --- focus: only the keys on screen get the evidence window's figures -----------------------
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_focus_changes_figures_only_never_kinds_or_causes(name: str) -> None:
+    frames = widened(SCENARIOS[name].frames(), 4)
+    full, focused = VerdictTracker(), VerdictTracker()
+    focus = {"job", frames[-1].cards[1].id if frames[-1].cards else "none"}
+    brief_figures = 0
+    for frame in frames:
+        everything = full.push(frame)
+        some = focused.push(frame, focus=focus)
+        assert set(some.cards) == set(everything.cards)
+        assert (some.job.kind, some.job.cause) == (everything.job.kind, everything.job.cause)
+        assert some.job == everything.job
+        for key, verdict in everything.cards.items():
+            other = some.cards[key]
+            assert (other.kind, other.cause) == (verdict.kind, verdict.cause), key
+            if key in focus:
+                assert other == verdict, key
+            elif other != verdict:
+                brief_figures += 1
+    if name in {"saturated_steady", "starving_input_bound", "imbalanced_4_cards"}:
+        # The scenarios do hold a verdict long enough for the windows to differ.
+        assert brief_figures > 0
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_explain_gives_the_evidence_figures_of_a_key_out_of_focus(name: str) -> None:
+    frames = widened(SCENARIOS[name].frames(), 3)
+    full, focused = VerdictTracker(), VerdictTracker()
+    compared = 0
+    for frame in frames:
+        everything = full.push(frame)
+        focused.push(frame, focus={"job"})
+        for key, verdict in everything.cards.items():
+            explained = focused.explain(key)
+            assert explained is not None
+            assert (explained.kind, explained.cause) == (verdict.kind, verdict.cause)
+            assert focused.assessment.cards[key] == explained
+            state = full._shown[key]
+            if state.candidate is None and state.cause_candidate is None:
+                # Settled: exactly what the tracker without focus shows.
+                assert explained == verdict, key
+                compared += 1
+    assert compared > len(frames)
+    assert focused.explain("nvidia:99") is None

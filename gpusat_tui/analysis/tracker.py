@@ -14,6 +14,12 @@ thing for ``hold_polls`` consecutive polls; with the defaults a step change show
 poll from it, and an isolated odd poll never flips the badge. Leaving ``unknown`` needs no
 hold: there is nothing to flicker from. Memory is bounded by time and by count.
 
+The evidence window decides nothing: it only supplies the figures of a verdict whose kind and
+cause the recent window already settled. So a caller that shows the reasons of one card at a
+time (the dashboard) passes ``focus``: only those keys get the evidence window's figures, the
+others keep the recent window's (same kind and cause), and `explain` fills in one more key on
+demand. ``check`` and ``report`` pass no focus and get every key in full.
+
 Cost (``benchmarks/bench_verdict.py``: about 1 ms per push for 8 cards with a full 30 s window):
 each frame is read once (`verdict.frame_facts`), and each card's evidence window, which starts
 where that card's verdict was adopted and so differs from card to card, is judged for that card
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from gpusat_tui.analysis.verdict import (
@@ -54,6 +60,9 @@ class _Shown:
     count: int = 0
     cause_candidate: str | None = None
     cause_count: int = 0
+    #: True while ``verdict`` carries the recent window's figures because the key was out of
+    #: focus (`VerdictTracker.explain` replaces them with the evidence window's).
+    brief: bool = False
 
 
 class VerdictTracker:
@@ -87,6 +96,7 @@ class VerdictTracker:
         self._count = 0
         self._shown: dict[str, _Shown] = {}
         self._assessment = Assessment()
+        self._focus: Collection[str] | None = None
 
     # --- public -----------------------------------------------------------------------------
 
@@ -106,8 +116,13 @@ class VerdictTracker:
         self._shown.clear()
         self._assessment = Assessment()
 
-    def push(self, frame: Frame) -> Assessment:
-        """Add one poll and return the assessment the badge should show now."""
+    def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
+        """Add one poll and return the assessment the badge should show now.
+
+        ``focus``: the keys (card ids, `JOB_KEY`) whose verdicts must carry the evidence
+        window's figures; None means every key. Kinds and causes never depend on it.
+        """
+        self._focus = focus
         t = frame.t if isinstance(frame.t, int | float) and math.isfinite(frame.t) else None
         if t is None:
             # A frame without a usable time (a hand-made or corrupt one): it counts as a poll
@@ -173,6 +188,37 @@ class VerdictTracker:
         self._assessment = Assessment(cards=cards, job=job)
         return self._assessment
 
+    def explain(self, key: str) -> Verdict | None:
+        """The verdict of ``key`` (a card id or `JOB_KEY`) with the evidence window's figures,
+        for a key that was out of focus at the last push (say, the card just selected).
+
+        Kind and cause stay what the last push said; the assessment is updated to match.
+        None for a key the tracker does not know.
+        """
+        state = self._shown.get(key)
+        if state is None or not self._frames:
+            return None
+        if state.brief:
+            state.brief = False
+            frames = [entry[2] for entry in self._frames]
+            facts = [entry[3] for entry in self._frames]
+            offset = max(0, state.since - self._frames[0][0])
+            if key == JOB_KEY:
+                long = judge_prepared(frames[offset:], facts[offset:], self.thresholds).job
+            else:
+                window = PreparedWindow(frames[offset:], facts[offset:], self.thresholds)
+                long = window.card(key)
+            shown = state.verdict
+            if long is not None and (long.kind, long.cause) == (shown.kind, shown.cause):
+                state.verdict = long
+                if key == JOB_KEY:
+                    self._assessment = Assessment(cards=self._assessment.cards, job=long)
+                elif key in self._assessment.cards:
+                    cards = dict(self._assessment.cards)
+                    cards[key] = long
+                    self._assessment = Assessment(cards=cards, job=self._assessment.job)
+        return state.verdict
+
     # --- hysteresis -------------------------------------------------------------------------
 
     def _update(
@@ -208,11 +254,15 @@ class VerdictTracker:
                 return new
             return shown
         state.cause_candidate, state.cause_count = None, 0
+        if self._focus is not None and key not in self._focus:
+            # Out of focus: the recent window's figures (same kind and cause) will do.
+            state.verdict, state.brief = new, True
+            return new
         # Same kind and cause: show the evidence window's figures (more samples) when it
         # agrees, else the recent window's.
         long = evidence(key, state.since)
         agrees = long is not None and (long.kind, long.cause) == (shown.kind, shown.cause)
-        state.verdict = long if agrees else new
+        state.verdict, state.brief = (long if agrees else new), False
         return state.verdict
 
 

@@ -68,6 +68,11 @@ class Query:
     #: Other ``{name}`` placeholders are filled from the card's ``extras`` (see `card_args`):
     #: an Atlas A3 chip is addressed as ``-i {npu_id} -c {chip_id}``, not by its card index.
     per_card: bool = False
+    #: The query lists the processes on the cards (``--query-compute-apps``, ``--showpids``).
+    #: They change far more slowly than the figures, so an optional process query runs on one
+    #: poll in ``enrich_every`` and its last answer stands in between: half the tool calls of
+    #: a poll, for a trainer that shows up at most a few seconds late.
+    process_list: bool = False
 
 
 @dataclass(frozen=True)

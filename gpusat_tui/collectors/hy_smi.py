@@ -102,7 +102,7 @@ SPECS: tuple[ToolSpec, ...] = (
             Query(name="table", args=(), parse=parse_table),
             Query(
                 name="pids", args=("--showpids", "--showpidgpus"), parse=parse_pids,
-                optional=True,
+                optional=True, process_list=True,
             ),
         ),
         group="amd-family",

@@ -304,7 +304,7 @@ SPECS: tuple[ToolSpec, ...] = (
             ),
             Query(
                 name="compute-apps", args=QUERY_APPS_ARGS, parse=parse_compute_apps,
-                optional=True,
+                optional=True, process_list=True,
             ),
         ),
         group="nvidia",

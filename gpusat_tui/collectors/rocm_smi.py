@@ -213,7 +213,7 @@ SPECS: tuple[ToolSpec, ...] = (
             ),
             Query(
                 name="pids", args=("--showpids", "--showpidgpus"), parse=parse_pids,
-                optional=True,
+                optional=True, process_list=True,
             ),
         ),
         group="amd-family",

@@ -22,6 +22,10 @@ per poll for 8 cards) run only every `DEFAULT_ENRICH_EVERY` polls (``enrich_ever
 between, their last figures are merged again as they were, not marked stale, since the card's
 required view (the figures the verdict reads) is fresh on every poll. The cost of the choice:
 an enrichment-only figure (AIVector %, say) can be up to ``enrich_every - 1`` polls old.
+Process-list queries (``Query(process_list=True)``: nvidia-smi ``--query-compute-apps``,
+rocm-smi / hy-smi ``--showpids``) are throttled the same way, their last list standing in:
+a poll then costs one tool call instead of two, and a new trainer is tied to its card at most
+``enrich_every - 1`` polls late.
 """
 
 from __future__ import annotations
@@ -281,6 +285,10 @@ class _ToolState:
     #: (query name, card index) -> that query's last good reading of that card, merged again
     #: on the polls the enrichments are skipped.
     enriched: dict[tuple[str, int], CardReading] = field(default_factory=dict)
+    #: Polls left before the process-list queries run again (0: on this poll).
+    process_wait: int = 0
+    #: Query name -> that process-list query's last answer, used again while it is skipped.
+    process_last: dict[str, ToolReading] = field(default_factory=dict)
 
 
 def _size(n: int) -> str:
@@ -723,6 +731,19 @@ class LiveSource:
     async def _run_queries(self, state: _ToolState, res: _Poll) -> ToolReading:
         plain_optional = [q for q in state.optional if not q.per_card]
         per_card = [q for q in state.optional if q.per_card]
+        reused: list[ToolReading] = []
+        if any(q.process_list for q in plain_optional):
+            if state.process_wait > 0 and state.answered:
+                # Throttled: the process lists read a few polls ago stand in.
+                state.process_wait -= 1
+                reused = [
+                    state.process_last[q.name]
+                    for q in plain_optional
+                    if q.process_list and q.name in state.process_last
+                ]
+                plain_optional = [q for q in plain_optional if not q.process_list]
+            else:
+                state.process_wait = self.enrich_every - 1
         required_calls = [self._run_required(state, i) for i in range(len(state.required))]
         if state.spec.identify is not None and not state.answered:
             # Until the tool has shown it is ours, ask nothing else of it (a look-alike tool
@@ -761,8 +782,13 @@ class LiveSource:
                 processes.extend(out.processes)
                 notes.extend(out.notes)
                 version = version or out.version
+                if query.process_list:
+                    state.process_last[query.name] = ToolReading(processes=list(out.processes))
             else:
+                state.process_last.pop(query.name, None)
                 self._optional_failed(state, query, out, res)
+        for reading in reused:
+            processes.extend(reading.processes)
         if per_card and cards and state.enrich_wait > 0:
             # Throttled: merge each query's last good per-card figures as they were.
             state.enrich_wait -= 1

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -53,10 +53,16 @@ _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
 
 
+#: The key of the job's verdict in a tracker's focus (analysis.verdict.JOB_KEY).
+JOB_KEY = "job"
+
+
 class Tracker(Protocol):
     """What the app needs from the verdict engine (analysis.tracker.VerdictTracker)."""
 
-    def push(self, frame: Frame) -> Assessment: ...
+    def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment: ...
+
+    def explain(self, key: str) -> Verdict | None: ...
 
     def reset(self) -> None: ...
 
@@ -64,10 +70,13 @@ class Tracker(Protocol):
 class UnknownTracker:
     """Stand-in used only when the verdict engine cannot be imported: says so, never guesses."""
 
-    def push(self, frame: Frame) -> Assessment:
+    def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
         why = ["verdict engine not available in this install"]
         verdict = Verdict(kind="unknown", why=why)
         return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
+
+    def explain(self, key: str) -> Verdict | None:
+        return None
 
     def reset(self) -> None:
         return None
@@ -190,6 +199,8 @@ class GpusatApp(App[int]):
         self._last_arrival: float | None = None
         self._started_at = clock()
         self._generation: object = None
+        #: False when the last push raised: the tracker's state is older than the screen's.
+        self._tracker_ok = False
         self.job_bar = JobBar()
         self.card_list = CardList(id="cards")
         self.detail = CardDetail(id="detail")
@@ -280,8 +291,14 @@ class GpusatApp(App[int]):
     def _judge(self, frame: Frame) -> Assessment:
         """Verdicts for a frame; a verdict-engine bug shows as UNKNOWN with the error, and the
         figures keep flowing."""
+        # Only the reasons on screen (the selected card's, the job's) need the full evidence
+        # window's figures; the card list shows kinds, which never depend on it.
+        focus = {JOB_KEY} if self.selected is None else {JOB_KEY, self.selected}
+        self._tracker_ok = False
         try:
-            return self.tracker.push(frame)
+            assessment = self.tracker.push(frame, focus=focus)
+            self._tracker_ok = True
+            return assessment
         except Exception as exc:
             verdict = Verdict(kind="unknown", why=[f"verdict engine error: {exc!r}"])
             return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
@@ -318,8 +335,27 @@ class GpusatApp(App[int]):
     def watch_frame(self) -> None:
         self._schedule_render()
 
-    def watch_selected(self) -> None:
+    def watch_selected(self, selected: str | None) -> None:
+        self._explain_selected(selected)
         self._schedule_render()
+
+    def _explain_selected(self, selected: str | None) -> None:
+        """The newly selected card was out of the tracker's focus: ask for its full reasons,
+        unless the screen is held on an older frame (paused) than the tracker's."""
+        if selected is None or self._pending is not None or not self._tracker_ok:
+            return
+        try:
+            verdict = self.tracker.explain(selected)
+        except Exception:  # a verdict-engine bug: keep the figures already shown
+            return
+        current = self.assessment.cards.get(selected)
+        if verdict is None or current is None or verdict == current:
+            return
+        if (verdict.kind, verdict.cause) == (current.kind, current.cause):
+            cards = {**self.assessment.cards, selected: verdict}
+            self.set_reactive(
+                GpusatApp.assessment, Assessment(cards=cards, job=self.assessment.job)
+            )
 
     def watch_why_open(self, value: bool) -> None:
         self.detail.why.display = value
@@ -349,6 +385,7 @@ class GpusatApp(App[int]):
         ids = [c.id for c in frame.cards]
         if ids and self.selected not in ids:
             self.set_reactive(GpusatApp.selected, ids[0])
+            self._explain_selected(ids[0])
         verdicts = self.assessment.cards
         multi = len(frame.cards) > 1
         self.job_bar.display = multi

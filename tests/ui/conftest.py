@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
 
 import pytest
@@ -143,11 +143,18 @@ class FixedTracker:
         self.default = default or Verdict()
         self.pushed = 0
         self.resets = 0
+        self.focus: list[Collection[str] | None] = []
+        self.explained: list[str] = []
 
-    def push(self, frame: Frame) -> Assessment:
+    def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
         self.pushed += 1
+        self.focus.append(focus)
         verdicts = {c.id: self.cards.get(c.id, self.default) for c in frame.cards}
         return Assessment(cards=verdicts, job=self.job)
+
+    def explain(self, key: str) -> Verdict | None:
+        self.explained.append(key)
+        return self.cards.get(key, self.default)
 
     def reset(self) -> None:
         self.resets += 1

@@ -92,6 +92,31 @@ async def test_arrow_keys_change_selected_card() -> None:
         assert "IMBALANCED" in screen_text(app)
 
 
+async def test_selected_card_is_in_the_trackers_focus_and_explained_when_chosen() -> None:
+    # The tracker gives full evidence figures only for the keys on screen: the selected card
+    # (passed as focus with each frame, asked for at once when the selection moves) and the job.
+    brief = Verdict(kind="starving", cause="input-bound", why=["3 polls: GPU-Util 30%"])
+    full = Verdict(kind="starving", cause="input-bound", why=["30 polls: GPU-Util 31%"])
+
+    class Briefing(FixedTracker):
+        def explain(self, key: str) -> Verdict | None:
+            self.explained.append(key)
+            return full if key == "nvidia:1" else None
+
+    frames = frames_for(2, lambda i: [card(0, 10.0), card(1, 20.0)])
+    tracker = Briefing(cards={"nvidia:1": brief}, default=SATURATED)
+    app = make_app(ListSource(frames, delay=0.2), tracker)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
+        assert tracker.focus[0] == {"job"}  # nothing selected before the first frame
+        assert tracker.focus[-1] == {"job", "nvidia:0"}
+        await pilot.press("right")
+        await pilot.pause()
+        assert tracker.explained[-1] == "nvidia:1"
+        assert app.assessment.cards["nvidia:1"] == full
+        assert "30 polls: GPU-Util 31%" in screen_text(app)
+
+
 async def test_pause_stops_updates_and_resume_shows_latest() -> None:
     frames = frames_for(40, lambda i: [card(0, float(i))])
     source = ListSource(frames, delay=0.03)
@@ -360,7 +385,7 @@ async def test_themes_switch_and_verdict_colours_follow() -> None:
 
 async def test_verdict_engine_error_shows_unknown_and_figures_keep_flowing() -> None:
     class Exploding(FixedTracker):
-        def push(self, frame: Frame) -> Assessment:
+        def push(self, frame: Frame, *, focus: object = None) -> Assessment:
             raise ZeroDivisionError("window empty")
 
     app = make_app(ListSource(frames_for(2, lambda i: [card(0, 40.0 + i)])), Exploding())

@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Click
 from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict
@@ -23,15 +25,17 @@ from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt, literal
 from gpusat_tui.ui.widgets.badge import VerdictBadge, badge_word
 from gpusat_tui.ui.widgets.gauge import PowerGauge
+from gpusat_tui.ui.widgets.lines import LineWidget
 from gpusat_tui.ui.widgets.spark import spark_rows
 
 
-class CachedStatic(Widget):
-    """Shows one piece of text; ignores updates whose key did not change.
+class CachedStatic(LineWidget):
+    """Shows one piece of text, one line per line of it (no wrapping: a long line ends in …);
+    ignores updates whose key did not change.
 
     Cheaper than ``Static.update``, which always asks for a new layout (a full-screen reflow
     and repaint): here a new layout is asked for only when the text's shape (lines, widest
-    line) changed, else just this widget's region is repainted.
+    line) changed, else just the lines that changed are repainted.
     """
 
     DEFAULT_CSS = """
@@ -45,6 +49,7 @@ class CachedStatic(Widget):
         self._content: Text = Text(content) if isinstance(content, str) else content
         self._key: object = object()
         self._shape = self._shape_of(self._content)
+        self._lines: list[Text] | None = None
 
     @staticmethod
     def _shape_of(text: Text) -> tuple[int, int]:
@@ -57,13 +62,33 @@ class CachedStatic(Widget):
         return self._content
 
     def render(self) -> Text:
+        # Used by Textual to measure auto width and height; drawing goes through render_line.
         return self._content
+
+    def render_line(self, y: int) -> Strip:
+        if self._lines is None:
+            self._lines = self._content.split("\n", allow_blank=True)
+        if y >= len(self._lines):
+            return self.blank()
+        line = self._lines[y]
+        line.end = ""
+        console = self.app.console
+        # Rich leaves the Text's own style out of the segments (a console applies it).
+        base = self.base_style + console.get_style(line.style) if line.style else self.base_style
+        segments = [
+            Segment(seg.text, base + seg.style if seg.style else base)
+            for seg in line.render(console)
+            if seg.text
+        ]
+        return self.fit(segments)
 
     def show(self, key: object, content: Text) -> None:
         if key == self._key:
             return
         self._key = key
+        old_lines = self._lines
         self._content = content
+        self._lines = content.split("\n", allow_blank=True)
         # Only a widget sized by its content needs a new layout, and only when the lines
         # (auto height) or the widest line (auto width) changed: a status line of fixed size
         # repaints its one row and nothing else.
@@ -75,7 +100,49 @@ class CachedStatic(Widget):
             width_auto and shape[1] != self._shape[1]
         )
         self._shape = shape
-        self.refresh(layout=layout)
+        if layout or old_lines is None or len(old_lines) != len(self._lines):
+            self.refresh(layout=layout)
+            return
+        # Same number of lines: repaint only those whose text or styles changed.
+        width = self.content_size.width
+        changed = [
+            Region(0, y, width, 1)
+            for y, (old, new) in enumerate(zip(old_lines, self._lines, strict=True))
+            if old.plain != new.plain or old.spans != new.spans or old.style != new.style
+        ]
+        if changed:
+            self.refresh(*changed)
+
+
+class WrappedText(Widget):
+    """Like `CachedStatic` but wraps long lines (the why-and-advice panel): drawn as `Text`."""
+
+    DEFAULT_CSS = """
+    WrappedText { height: auto; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._content = Text("")
+        self._key: object = object()
+
+    @property
+    def text(self) -> Text:
+        return self._content
+
+    def render(self) -> Text:
+        return self._content
+
+    def show(self, key: object, content: Text) -> None:
+        if key == self._key:
+            return
+        self._key = key
+        self._content = content
+        self.refresh(layout=True)
+
+
+#: The badge word of each verdict as a card row shows it.
+_SHORT_WORDS = {kind: f" {badge_word(kind, short=True)} " for kind in VERDICT_KINDS}
 
 
 def util_label(card: CardReading) -> str:
@@ -83,7 +150,7 @@ def util_label(card: CardReading) -> str:
     return UTIL_LABELS.get(card.vendor, "Util")
 
 
-class CardList(Widget):
+class CardList(LineWidget):
     """Every card, one line each: ``▸ 0  87%  SATURATED``. One widget, not one per card.
 
     A widget per row (label + badge) cost two repaints per card per frame; one widget that
@@ -159,18 +226,15 @@ class CardList(Widget):
         self._first = min(self._first, count - height)
         return range(self._first, self._first + height)
 
-    def render(self) -> Text:
-        text = Text(no_wrap=True, overflow="crop")
-        window = self._window(self.content_size.height)
-        for n, i in enumerate(window):
-            label, kind, selected = self._rows[i]
-            if n:
-                text.append("\n")
-            row_style = self.get_component_rich_style("cardlist--selected") if selected else ""
-            text.append(label, style=row_style)
-            text.append(f" {badge_word(kind, short=True)} ",
-                        style=self.get_component_rich_style(f"cardlist--{kind}"))
-        return text
+    def render_line(self, y: int) -> Strip:
+        window = self._window(self.size.height)
+        if y >= len(window):
+            return self.blank()
+        label, kind, selected = self._rows[window[y]]
+        return self.strip([
+            (label, self.part_style("cardlist--selected") if selected else None),
+            (_SHORT_WORDS.get(kind, " UNKNOWN "), self.part_style(f"cardlist--{kind}")),
+        ])
 
     def on_click(self, event: Click) -> None:
         window = self._window(self.content_size.height)
@@ -178,7 +242,7 @@ class CardList(Widget):
             self.post_message(self.Selected(self.ids[window[event.y]]))
 
 
-class MetricLine(Widget):
+class MetricLine(LineWidget):
     """``GPU-Util 87%`` then its sparkline, drawn as one widget (one repaint per frame)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--spark"}
@@ -189,27 +253,32 @@ class MetricLine(Widget):
         self.data: tuple[float | None, ...] = ()
         self.top = 100.0
         self.label_width = 18
+        self._rows_key: object = None
+        self._rows: list[str] = []
 
     def show(self, label: str, values: tuple[float | None, ...], top: float = 100.0) -> None:
         if (label, values, top) != (self.label, self.data, self.top):
             self.label, self.data, self.top = label, values, top
+            self._rows_key = None
             self.refresh()
 
-    def render(self) -> Text:
-        width, height = self.content_size.width, self.content_size.height
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
         # The label keeps 16 columns (``VRAM 50% 40/80G``) where it can; a wide pane gives it
         # up to ``label_width``; the sparkline gets the rest.
         label_width = min(self.label_width, max(width * 2 // 5, min(16, width)))
-        rows = spark_rows(self.data, max(width - label_width - 1, 0), height, self.top)
-        style = self.get_component_rich_style("metric--spark")
-        text = Text(no_wrap=True, overflow="crop")
-        for n, row in enumerate(rows or [""]):
-            if n:
-                text.append("\n")
-            head = self.label if n == 0 else ""
-            text.append(head[:label_width].ljust(label_width) + " ")
-            text.append(row, style=style)
-        return text
+        if self._rows_key != (width, height):
+            # New data (show() cleared the key) or a new size: the rows once for all lines.
+            self._rows_key = (width, height)
+            self._rows = spark_rows(self.data, max(width - label_width - 1, 0), height, self.top)
+        if y >= max(len(self._rows), 1):
+            return self.blank()
+        head = self.label if y == 0 else ""
+        row = self._rows[y] if y < len(self._rows) else ""
+        return self.strip([
+            (head[:label_width].ljust(label_width) + " ", None),
+            (row, self.part_style("metric--spark")),
+        ])
 
 
 def verdict_text(verdict: Verdict | None) -> Text:
@@ -244,7 +313,7 @@ class CardDetail(Vertical):
         self.power = MetricLine("power-line")
         self.gauge = PowerGauge(id="power-gauge")
         self.why_line = CachedStatic("", id="why-line")
-        self.why = CachedStatic("", id="why")
+        self.why = WrappedText(id="why")
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="detail-head"):

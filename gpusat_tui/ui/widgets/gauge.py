@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from rich.text import Text
+from rich.style import Style
 from textual.reactive import reactive
-from textual.widget import Widget
+from textual.strip import Strip
 
 from gpusat_tui.ui.text import fmt
+from gpusat_tui.ui.widgets.lines import LineWidget
+
+_BOLD = Style(bold=True)
+_DIM = Style(dim=True)
 
 
 def gauge_text(power_w: float | None, cap_w: float | None, width: int) -> tuple[str, str, str]:
@@ -24,7 +28,7 @@ def gauge_text(power_w: float | None, cap_w: float | None, width: int) -> tuple[
     return label, "█" * filled, "░" * (bar_width - filled)
 
 
-class PowerGauge(Widget):
+class PowerGauge(LineWidget):
     """``Power 245/300 W  82% ████████░░``: watts of cap, percent, bar."""
 
     DEFAULT_CSS = """
@@ -33,11 +37,13 @@ class PowerGauge(Widget):
 
     reading: reactive[tuple[float | None, float | None]] = reactive((None, None))
 
-    def render(self) -> Text:
+    def render_line(self, y: int) -> Strip:
+        if y:
+            return self.blank()
         label, filled, empty = gauge_text(*self.reading, self.content_size.width)
-        text = Text(label, no_wrap=True, overflow="ellipsis")
-        if filled or empty:
-            text.append(" ")
-            text.append(filled, style="bold")
-            text.append(empty, style="dim")
-        return text
+        return self.strip([
+            (label, None),
+            (" " if filled or empty else "", None),
+            (filled, self.base_style + _BOLD),
+            (empty, self.base_style + _DIM),
+        ])

@@ -282,7 +282,17 @@ def _clean_stats(values: Iterable[float | None]) -> Stats | None:
     )
 
 
-def _clean_reversals(values: list[float | None], min_step: float) -> int:
+def _clean_median(values: Iterable[float | None]) -> float | None:
+    """The median of `_clean_stats`, alone (for figures of which only the median is read)."""
+    present = sorted(v for v in values if v is not None)
+    n = len(present)
+    if not n:
+        return None
+    mid = n // 2
+    return present[mid] if n % 2 else (present[mid - 1] + present[mid]) / 2
+
+
+def _clean_reversals(values: Sequence[float | None], min_step: float) -> int:
     """`reversals` of figures already cleaned by `num` (same count, without re-checking)."""
     count = 0
     direction = 0
@@ -876,9 +886,14 @@ def _judge_card(
         ]
         return _unknown(why, ["Check the tool errors; another tool may report it (--tool)"]), None
 
-    mem_pct = _clean_stats(c.mem_pct for c in fresh)
-    mem_total = _clean_stats(c.mem_total for c in fresh)
-    cap = _clean_stats(c.cap for c in fresh)
+    # One pass over the readings for every other column (not one generator per figure).
+    _, mem_pcts, mem_used, mem_totals, powers, caps, pfracs = zip(
+        *[(None, c.mem_pct, c.mem_used, c.mem_total, c.power, c.cap, c.pfrac) for c in fresh],
+        strict=True,
+    )
+    mem_pct = _clean_stats(mem_pcts)
+    mem_total = _clean_median(mem_totals)
+    cap = _clean_median(caps)
     figs = _CardFigures(
         card_id=card_id,
         vendor=vendor,
@@ -886,12 +901,12 @@ def _judge_card(
         n=n,
         util=util,
         mem_pct=mem_pct,
-        mem_used=_clean_stats(c.mem_used for c in fresh),
-        mem_total=mem_total.median if mem_total else None,
-        power=_clean_stats(c.power for c in fresh),
-        cap=cap.median if cap and cap.median > 0 else None,
-        pfrac=_clean_stats(c.pfrac for c in fresh),
-        mem_reversals=_clean_reversals([c.mem_pct for c in fresh], 0.5),
+        mem_used=_clean_stats(mem_used),
+        mem_total=mem_total,
+        power=_clean_stats(powers),
+        cap=cap if cap is not None and cap > 0 else None,
+        pfrac=_clean_stats(pfracs),
+        mem_reversals=_clean_reversals(mem_pcts, 0.5),
     )
     return _decide(figs, th, lambda: evidence(card_id)), figs
 

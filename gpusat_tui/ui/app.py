@@ -21,22 +21,25 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.reactive import var
+from textual.strip import Strip
 from textual.widgets import Footer, Static
 
 from gpusat_tui.errors import GpusatError, ToolMissing
-from gpusat_tui.model import Assessment, Frame, Verdict
+from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, Verdict
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.state import DashboardState
-from gpusat_tui.ui.text import clean, literal
-from gpusat_tui.ui.widgets.badge import VerdictBadge
+from gpusat_tui.ui.text import clean
+from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.cards import CachedStatic, CardDetail, CardList
+from gpusat_tui.ui.widgets.lines import LineWidget
 from gpusat_tui.ui.widgets.processes import ProcessPanel
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
@@ -51,6 +54,7 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 #: anyway (see `GpusatApp._exit_on_signal`).
 _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
+_BOLD = Style(bold=True)
 
 
 #: The key of the job's verdict in a tracker's focus (analysis.verdict.JOB_KEY).
@@ -115,27 +119,46 @@ def _mmss(seconds: float | None) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-class JobBar(Horizontal):
-    """The job's verdict above the cards (only for jobs on more than one card)."""
+class JobLine(LineWidget):
+    """The job's verdict above the cards (only for jobs on more than one card), one widget:
+    ``Job (8 cards)  IMBALANCED  card 3 at 41% while the others …``."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "jobline--why", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
+    }
+
+    DEFAULT_CSS = """
+    JobLine { height: 1; }
+    """
 
     def __init__(self) -> None:
         super().__init__(id="job")
-        self.label = CachedStatic("", id="job-label")
-        self.badge = VerdictBadge(id="job-badge")
-        self.why = CachedStatic("", id="job-why")
-
-    def compose(self) -> ComposeResult:
-        yield self.label
-        yield self.badge
-        yield self.why
+        self.n_cards = 0
+        self.verdict = Verdict()
 
     def show(self, n_cards: int, verdict: Verdict) -> None:
-        label = f"Job ({n_cards} cards)"
-        self.label.show(label, Text(label, style="bold"))
-        self.badge.kind = verdict.kind
-        self.badge.cause = verdict.cause
+        if (n_cards, verdict) != (self.n_cards, self.verdict):
+            self.n_cards, self.verdict = n_cards, verdict
+            self.refresh()
+
+    @property
+    def plain(self) -> str:
+        """What the line says (for tests)."""
+        first = self.verdict.why[0] if self.verdict.why else ""
+        word = badge_word(self.verdict.kind, self.verdict.cause)
+        return f"Job ({self.n_cards} cards)  {word}  {clean(first, 120)}"
+
+    def render_line(self, y: int) -> Strip:
+        if y:
+            return self.blank()
+        verdict = self.verdict
+        kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
         first = verdict.why[0] if verdict.why else ""
-        self.why.show(first, literal(first, limit=120))
+        return self.fit(list(self.strip_parts([
+            (f"Job ({self.n_cards} cards) ", self.base_style + _BOLD),
+            (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
+            (f" {clean(first, 120)}", self.part_style("jobline--why")),
+        ])))
 
 
 class GpusatApp(App[int]):
@@ -201,7 +224,7 @@ class GpusatApp(App[int]):
         self._generation: object = None
         #: False when the last push raised: the tracker's state is older than the screen's.
         self._tracker_ok = False
-        self.job_bar = JobBar()
+        self.job_bar = JobLine()
         self.card_list = CardList(id="cards")
         self.detail = CardDetail(id="detail")
         self.processes = ProcessPanel("", id="processes")
@@ -223,7 +246,7 @@ class GpusatApp(App[int]):
     def on_mount(self) -> None:
         self._exit_on_hangup()
         self.job_bar.display = False
-        self.detail.why.display = False
+        self.detail.set_why_open(False)
         self.detail.show(None, None, None)
         if self.no_tool is not None:
             self.push_screen(NoToolScreen(self.no_tool))
@@ -358,11 +381,8 @@ class GpusatApp(App[int]):
             )
 
     def watch_why_open(self, value: bool) -> None:
-        self.detail.why.display = value
-        self.detail.why_line.display = not value
         # The open panel takes the sparklines' second rows: why and advice matter more then.
-        self.detail.set_class(value, "-why-open")
-        self.detail.why._key = object()  # force a redraw of the panel when it opens
+        self.detail.set_why_open(value)
         self._schedule_render()
 
     def watch_paused(self) -> None:
@@ -388,7 +408,8 @@ class GpusatApp(App[int]):
             self._explain_selected(ids[0])
         verdicts = self.assessment.cards
         multi = len(frame.cards) > 1
-        self.job_bar.display = multi
+        if self.job_bar.display != multi:
+            self.job_bar.display = multi
         if multi:
             self.job_bar.show(len(frame.cards), self.assessment.job)
         self.card_list.sync(frame.cards, verdicts, self.selected)

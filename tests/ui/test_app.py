@@ -53,7 +53,7 @@ async def test_frames_update_widgets() -> None:
         assert "Power 500/700 W  71%" in text
         assert "61°C" in text
         assert "SATURATED" in text
-        assert app.detail.badge.has_class("-saturated")
+        assert app.detail.panel.kind == "saturated"
         assert "1 trainer · 2 workers (2 running)" in text
         assert "monitor 0.4% CPU" in text
         # One card: no job bar.

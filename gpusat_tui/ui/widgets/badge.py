@@ -1,10 +1,7 @@
-"""The verdict badge: a word plus a CSS class per verdict, so it reads with or without colour."""
+"""The verdict badge's word. Widgets draw it with a component class per verdict (colour from the
+theme), and the word itself says the verdict, so it reads with or without colour."""
 
 from __future__ import annotations
-
-from rich.text import Text
-from textual.reactive import reactive
-from textual.widgets import Static
 
 from gpusat_tui.model import VERDICT_KINDS
 
@@ -17,33 +14,3 @@ def badge_word(kind: str, cause: str | None = None, *, short: bool = False) -> s
     if cause and not short and kind == "starving":
         word = f"{word} ({cause})"
     return word
-
-
-class VerdictBadge(Static):
-    """Coloured by its ``-<verdict>`` class from the theme (gpusat.tcss), never by inline hex."""
-
-    kind: reactive[str] = reactive("unknown")
-    cause: reactive[str | None] = reactive(None)
-
-    def __init__(self, *, short: bool = False, id: str | None = None) -> None:
-        super().__init__("", id=id, classes="badge -unknown")
-        self.short = short
-
-    def _apply(self) -> None:
-        # Only swap classes when the verdict really changed: a class change restyles the node.
-        wanted = f"-{self.kind}" if self.kind in VERDICT_KINDS else "-unknown"
-        if not self.has_class(wanted):
-            self.remove_class(*VERDICT_CLASSES)
-            self.add_class(wanted)
-        self.update(Text(f" {badge_word(self.kind, self.cause, short=self.short)} "))
-
-    def on_mount(self) -> None:
-        self._apply()
-
-    def watch_kind(self) -> None:
-        if self.is_mounted:
-            self._apply()
-
-    def watch_cause(self) -> None:
-        if self.is_mounted:
-            self._apply()

@@ -7,15 +7,17 @@ monitor near 1 % of a core with 8 cards.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.events import Click
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
@@ -23,8 +25,8 @@ from textual.widget import Widget
 from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt, literal
-from gpusat_tui.ui.widgets.badge import VerdictBadge, badge_word
-from gpusat_tui.ui.widgets.gauge import PowerGauge
+from gpusat_tui.ui.widgets.badge import badge_word
+from gpusat_tui.ui.widgets.gauge import gauge_text
 from gpusat_tui.ui.widgets.lines import LineWidget
 from gpusat_tui.ui.widgets.spark import spark_rows
 
@@ -70,17 +72,7 @@ class CachedStatic(LineWidget):
             self._lines = self._content.split("\n", allow_blank=True)
         if y >= len(self._lines):
             return self.blank()
-        line = self._lines[y]
-        line.end = ""
-        console = self.app.console
-        # Rich leaves the Text's own style out of the segments (a console applies it).
-        base = self.base_style + console.get_style(line.style) if line.style else self.base_style
-        segments = [
-            Segment(seg.text, base + seg.style if seg.style else base)
-            for seg in line.render(console)
-            if seg.text
-        ]
-        return self.fit(segments)
+        return self.fit(self.text_segments(self._lines[y]))
 
     def show(self, key: object, content: Text) -> None:
         if key == self._key:
@@ -140,6 +132,9 @@ class WrappedText(Widget):
         self._content = content
         self.refresh(layout=True)
 
+
+_BOLD = Style(bold=True)
+_DIM = Style(dim=True)
 
 #: The badge word of each verdict as a card row shows it.
 _SHORT_WORDS = {kind: f" {badge_word(kind, short=True)} " for kind in VERDICT_KINDS}
@@ -242,43 +237,156 @@ class CardList(LineWidget):
             self.post_message(self.Selected(self.ids[window[event.y]]))
 
 
-class MetricLine(LineWidget):
-    """``GPU-Util 87%`` then its sparkline, drawn as one widget (one repaint per frame)."""
+@dataclass
+class Metric:
+    """One sparkline of the selected card: ``GPU-Util 87%`` and its points (top = full scale)."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--spark"}
+    label: str = ""
+    values: tuple[float | None, ...] = ()
+    top: float = 100.0
 
-    def __init__(self, id: str) -> None:
-        super().__init__(id=id, classes="metric")
-        self.label = ""
-        self.data: tuple[float | None, ...] = ()
-        self.top = 100.0
+
+#: The component class of each metric's sparkline, in the order they are drawn.
+METRIC_PARTS = ("cardpanel--util", "cardpanel--mem", "cardpanel--power")
+
+
+class CardPanel(LineWidget):
+    """The selected card's figures, drawn as one widget (one repaint per frame):
+
+    ``nvidia:0 61°C NVIDIA H100 …   SATURATED`` / three labelled sparklines (two rows each,
+    one in a short pane or while the why panel is open) / the power gauge / the first reason.
+
+    It was nine widgets (a title, a badge, three metric lines, a gauge, a reason line and two
+    containers); each one the compositor visits costs it about as much as drawing a line, so
+    one widget that draws its own lines is most of the saving. Colours still come from the
+    stylesheet through component classes.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *METRIC_PARTS,
+        "cardpanel--gauge",
+        "cardpanel--why",
+        *(f"cardpanel--{kind}" for kind in VERDICT_KINDS),
+    }
+
+    DEFAULT_CSS = """
+    CardPanel { height: auto; }
+    """
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title = Text("Waiting for the first frame…")
+        self.kind = "unknown"
+        self.cause: str | None = None
+        self.metrics = (Metric(), Metric(), Metric())
+        self.reading: tuple[float | None, float | None] = (None, None)
+        self.why_line = Text("")
+        self.why_open = False
         self.label_width = 18
-        self._rows_key: object = None
-        self._rows: list[str] = []
+        self._spark_rows: dict[int, tuple[tuple[int, int], list[str]]] = {}
 
-    def show(self, label: str, values: tuple[float | None, ...], top: float = 100.0) -> None:
-        if (label, values, top) != (self.label, self.data, self.top):
-            self.label, self.data, self.top = label, values, top
-            self._rows_key = None
-            self.refresh()
+    # --- what it shows (set by CardDetail.show; each setter repaints only its own lines) --------
+
+    def metric_rows(self) -> int:
+        """Rows per sparkline: one in a short pane (the app's ``-short`` breakpoint class) or
+        while the why panel is open, else two."""
+        return 1 if self.why_open or self.screen.has_class("-short") else 2
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return 2 + 3 * self.metric_rows() + (0 if self.why_open else 1)
+
+    def set_title(self, title: Text, kind: str, cause: str | None) -> None:
+        if (title.plain, title.spans, kind, cause) != (
+            self.title.plain, self.title.spans, self.kind, self.cause
+        ):
+            self.title, self.kind, self.cause = title, kind, cause
+            self._refresh_lines(0, 1)
+
+    def set_metric(self, n: int, metric: Metric) -> None:
+        if metric != self.metrics[n]:
+            metrics = list(self.metrics)
+            metrics[n] = metric
+            self.metrics = (metrics[0], metrics[1], metrics[2])
+            self._spark_rows.pop(n, None)
+            rows = self.metric_rows()
+            self._refresh_lines(1 + n * rows, rows)
+
+    def set_reading(self, reading: tuple[float | None, float | None]) -> None:
+        if reading != self.reading:
+            self.reading = reading
+            self._refresh_lines(1 + 3 * self.metric_rows(), 1)
+
+    def set_why_line(self, line: Text) -> None:
+        if (line.plain, line.spans) != (self.why_line.plain, self.why_line.spans):
+            self.why_line = line
+            if not self.why_open:
+                self._refresh_lines(2 + 3 * self.metric_rows(), 1)
+
+    def set_why_open(self, value: bool) -> None:
+        if value != self.why_open:
+            self.why_open = value
+            self._spark_rows.clear()
+            self.refresh(layout=True)
+
+    def on_resize(self) -> None:
+        self._spark_rows.clear()
+
+    def _refresh_lines(self, first: int, count: int) -> None:
+        self.refresh(Region(0, first, self.size.width, count))
+
+    # --- drawing --------------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        width, height = self.size
+        rows = self.metric_rows()
+        if y == 0:
+            return self._title_line()
+        if y <= 3 * rows:
+            n, row = divmod(y - 1, rows)
+            return self._metric_line(n, row, rows)
+        if y == 1 + 3 * rows:
+            return self._gauge_line()
+        if y == 2 + 3 * rows and not self.why_open:
+            return self.fit(self.text_segments(self.why_line, self.part_style("cardpanel--why")))
+        return self.blank()
+
+    def _title_line(self) -> Strip:
+        word = f" {badge_word(self.kind, self.cause)} "
+        kind = self.kind if self.kind in VERDICT_KINDS else "unknown"
+        width = self.size.width
+        # The badge keeps its place at the right; the title gets what is left, cut with …
+        title_width = max(width - cell_len(word), 0)
+        title = self.fit(self.text_segments(self.title), title_width)
+        title = title.adjust_cell_length(title_width, self.base_style)
+        badge = Segment(word, self.part_style(f"cardpanel--{kind}"))
+        return Strip([*title, badge])
+
+    def _metric_line(self, n: int, row: int, rows: int) -> Strip:
+        metric = self.metrics[n]
+        width = self.size.width
         # The label keeps 16 columns (``VRAM 50% 40/80G``) where it can; a wide pane gives it
         # up to ``label_width``; the sparkline gets the rest.
         label_width = min(self.label_width, max(width * 2 // 5, min(16, width)))
-        if self._rows_key != (width, height):
-            # New data (show() cleared the key) or a new size: the rows once for all lines.
-            self._rows_key = (width, height)
-            self._rows = spark_rows(self.data, max(width - label_width - 1, 0), height, self.top)
-        if y >= max(len(self._rows), 1):
-            return self.blank()
-        head = self.label if y == 0 else ""
-        row = self._rows[y] if y < len(self._rows) else ""
+        spark_width = max(width - label_width - 1, 0)
+        cached = self._spark_rows.get(n)
+        if cached is None or cached[0] != (spark_width, rows):
+            cached = ((spark_width, rows), spark_rows(metric.values, spark_width, rows, metric.top))
+            self._spark_rows[n] = cached
+        lines = cached[1]
+        head = metric.label if row == 0 else ""
         return self.strip([
             (head[:label_width].ljust(label_width) + " ", None),
-            (row, self.part_style("metric--spark")),
+            (lines[row] if row < len(lines) else "", self.part_style(METRIC_PARTS[n])),
         ])
+
+    def _gauge_line(self) -> Strip:
+        label, filled, empty = gauge_text(*self.reading, self.size.width)
+        style = self.part_style("cardpanel--gauge")
+        return self.fit(list(self.strip_parts([
+            (label, style),
+            (" " if filled or empty else "", style),
+            (filled, style + _BOLD),
+            (empty, style + _DIM),
+        ])))
 
 
 def verdict_text(verdict: Verdict | None) -> Text:
@@ -302,35 +410,29 @@ def verdict_text(verdict: Verdict | None) -> Text:
 
 
 class CardDetail(Vertical):
-    """The selected card in full: title, badge, three sparklines, power gauge, why/advice."""
+    """The selected card in full: its figures (`CardPanel`) and, one key away, why and advice."""
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.title = CachedStatic("", id="detail-title")
-        self.badge = VerdictBadge(id="detail-badge")
-        self.util = MetricLine("util-line")
-        self.mem = MetricLine("mem-line")
-        self.power = MetricLine("power-line")
-        self.gauge = PowerGauge(id="power-gauge")
-        self.why_line = CachedStatic("", id="why-line")
+        self.panel = CardPanel(id="card-panel")
         self.why = WrappedText(id="why")
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="detail-head"):
-            yield self.title
-            yield self.badge
-        yield self.util
-        yield self.mem
-        yield self.power
-        yield self.gauge
-        yield self.why_line
+        yield self.panel
         yield self.why
+
+    def set_why_open(self, value: bool) -> None:
+        self.why.display = value
+        self.set_class(value, "-why-open")
+        self.panel.set_why_open(value)
+        self.why._key = object()  # redraw the panel when it opens
 
     def show(
         self, card: CardReading | None, verdict: Verdict | None, history: CardHistory | None
     ) -> None:
+        panel = self.panel
         if card is None:
-            self.title.show(None, Text("Waiting for the first frame…"))
+            panel.set_title(Text("Waiting for the first frame…"), "unknown", None)
             return
         # Figures before the name: in a narrow pane it is the name that gets cut, not the temp.
         title = literal(f"{card.id} ", style="bold")
@@ -339,25 +441,24 @@ class CardDetail(Vertical):
             title.append(f"stale {card.stale_s:.0f} s", style="reverse")
             title.append(" ")
         title.append_text(literal(card.name or "unnamed card", limit=60))
-        self.title.show(title.plain + str(card.stale_s), title)
-        self.badge.kind = verdict.kind if verdict else "unknown"
-        self.badge.cause = verdict.cause if verdict else None
+        panel.set_title(
+            title, verdict.kind if verdict else "unknown", verdict.cause if verdict else None
+        )
         hist = history or CardHistory()
-        self.util.show(f"{util_label(card)} {fmt(card.util_pct, '%')}", tuple(hist.util))
+        panel.set_metric(0, Metric(f"{util_label(card)} {fmt(card.util_pct, '%')}",
+                                   tuple(hist.util)))
         mem = f"VRAM {fmt(card.mem_pct, '%')}"
         if card.mem_used_mib is not None and card.mem_total_mib:
             mem += f" {card.mem_used_mib / 1024:.0f}/{card.mem_total_mib / 1024:.0f}G"
-        self.mem.show(mem, tuple(hist.mem))
+        panel.set_metric(1, Metric(mem, tuple(hist.mem)))
         frac = card.power_frac
         power = f"Power {fmt(100 * frac if frac is not None else None, '%')}"
         if frac is None and card.power_w is not None:
             power = f"Power {card.power_w:.0f} W"
         # Without a cap the power line is in watts, scaled to its own peak.
         top = 100.0 if frac is not None else max([v for v in hist.power if v] or [1.0])
-        self.power.show(power, tuple(hist.power), top)
-        reading = (card.power_w, card.power_cap_w)
-        if reading != self.gauge.reading:
-            self.gauge.reading = reading
+        panel.set_metric(2, Metric(power, tuple(hist.power), top))
+        panel.set_reading((card.power_w, card.power_cap_w))
         if self.why.display:
             self.why.show(verdict, verdict_text(verdict))
         else:
@@ -366,4 +467,4 @@ class CardDetail(Vertical):
             line = literal(first, limit=120)
             if first:
                 line.append("  (w: why & advice)", style="dim")
-            self.why_line.show(first, line)
+            panel.set_why_line(line)

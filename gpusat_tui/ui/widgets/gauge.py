@@ -1,16 +1,11 @@
-"""Power against its cap: the better saturation signal where a card reports a cap."""
+"""Power against its cap: the better saturation signal where a card reports a cap.
+
+`gauge_text` is pure; `cards.CardPanel` draws it.
+"""
 
 from __future__ import annotations
 
-from rich.style import Style
-from textual.reactive import reactive
-from textual.strip import Strip
-
 from gpusat_tui.ui.text import fmt
-from gpusat_tui.ui.widgets.lines import LineWidget
-
-_BOLD = Style(bold=True)
-_DIM = Style(dim=True)
 
 
 def gauge_text(power_w: float | None, cap_w: float | None, width: int) -> tuple[str, str, str]:
@@ -26,24 +21,3 @@ def gauge_text(power_w: float | None, cap_w: float | None, width: int) -> tuple[
         return label, "", ""
     filled = round(min(max(power_w / cap_w, 0.0), 1.0) * bar_width)
     return label, "█" * filled, "░" * (bar_width - filled)
-
-
-class PowerGauge(LineWidget):
-    """``Power 245/300 W  82% ████████░░``: watts of cap, percent, bar."""
-
-    DEFAULT_CSS = """
-    PowerGauge { height: 1; }
-    """
-
-    reading: reactive[tuple[float | None, float | None]] = reactive((None, None))
-
-    def render_line(self, y: int) -> Strip:
-        if y:
-            return self.blank()
-        label, filled, empty = gauge_text(*self.reading, self.content_size.width)
-        return self.strip([
-            (label, None),
-            (" " if filled or empty else "", None),
-            (filled, self.base_style + _BOLD),
-            (empty, self.base_style + _DIM),
-        ])

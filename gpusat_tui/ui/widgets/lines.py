@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -47,15 +48,34 @@ class LineWidget(Widget):
             self._part_styles[component] = style
         return style
 
+    def strip_parts(self, parts: Iterable[tuple[str, Style | None]]) -> Iterable[Segment]:
+        """Segments from (text, style) parts; a part without a style takes the widget's."""
+        base = self.base_style
+        return [Segment(text, style or base) for text, style in parts if text]
+
     def strip(self, parts: Iterable[tuple[str, Style | None]]) -> Strip:
         """One line from (text, style) parts; a part without a style takes the widget's."""
-        base = self.base_style
-        return Strip([Segment(text, style or base) for text, style in parts if text])
+        return Strip(self.strip_parts(parts))
 
-    def fit(self, segments: list[Segment]) -> Strip:
-        """A line cut to the content width, ending in … when something was cut."""
+    def text_segments(self, line: Text, style: Style | None = None) -> list[Segment]:
+        """One line of a `Text` as segments over ``style`` (default: the widget's own)."""
+        console = self.app.console
+        base = style or self.base_style
+        # Rich leaves the Text's own style out of the segments (a console applies it).
+        if line.style:
+            base = base + console.get_style(line.style)
+        line.end = ""
+        return [
+            Segment(seg.text, base + seg.style if seg.style else base)
+            for seg in line.render(console)
+            if seg.text
+        ]
+
+    def fit(self, segments: list[Segment], width: int | None = None) -> Strip:
+        """A line cut to ``width`` (default: the content width), ending in … when cut."""
         strip = Strip(segments)
-        width = self.content_size.width
+        if width is None:
+            width = self.size.width
         if strip.cell_length <= width:
             return strip
         if width <= 1:

@@ -447,6 +447,42 @@ async def test_group_falls_through_a_tool_that_refuses_on_the_first_poll(
     assert src.tools == {"toy-b": str(fake_bin.dir / "toy-b")}
 
 
+async def test_a_tool_that_keeps_hanging_is_asked_less_and_less_often(
+    fake_bin: FakeBin,
+) -> None:
+    tool = fake_bin.add("toy-smi", toy_render, [[card(0, 40)], Step(mode="hang")])
+    src = source(fake_bin, toy_spec(), timeout=0.2)
+    frames = await poll_n(src, 9)
+    # Poll 0 answers; 1 and 2 hang (called); 3-4 are skipped; 5 hangs; 6-8 are skipped (of 4).
+    assert tool.calls() == 4
+    hung = ToolError(tool="toy-smi", message="toy-smi did not answer within 0.2 s; killed",
+                     kind="timeout")
+    assert frames[0].errors == [] and all(f.errors == [hung] for f in frames[1:])
+    # The last good figures are carried, stale, on every poll, called or not.
+    assert all([(c.util_pct, c.stale_s is not None) for c in f.cards] == [(40.0, True)]
+               for f in frames[1:])
+    notes = [n for f in frames for n in f.notes if "hung" in n]
+    assert notes == ["toy-smi hung 2 times in a row: asking it again after 2 polls",
+                     "toy-smi hung 3 times in a row: asking it again after 4 polls"]
+    assert leftover_processes(fake_bin.dir, grace=1.0) == [] and zombie_children() == []
+
+
+async def test_a_backed_off_tool_that_answers_again_is_asked_every_poll(
+    fake_bin: FakeBin,
+) -> None:
+    steps = [[card(0, 40)], Step(mode="hang"), Step(mode="hang"),
+             *([[card(0, 70)]] * 4)]
+    tool = fake_bin.add("toy-smi", toy_render, steps)
+    src = source(fake_bin, toy_spec(), timeout=0.2)
+    frames = await poll_n(src, 7)
+    # Calls on polls 0, 1, 2 (hung twice: skip 2), then 5 answers and 6 is asked at once.
+    assert tool.calls() == 5
+    assert [(f.cards[0].util_pct, f.cards[0].stale_s is None) for f in frames[5:]] == [
+        (70.0, True), (70.0, True)
+    ]
+    assert frames[5].errors == [] and frames[6].errors == []
+
+
 async def test_group_falls_through_a_tool_that_hangs_on_the_first_poll(
     fake_bin: FakeBin,
 ) -> None:

@@ -25,7 +25,8 @@ an enrichment-only figure (AIVector %, say) can be up to ``enrich_every - 1`` po
 Process-list queries (``Query(process_list=True)``: nvidia-smi ``--query-compute-apps``,
 rocm-smi / hy-smi ``--showpids``) are throttled the same way, their last list standing in:
 a poll then costs one tool call instead of two, and a new trainer is tied to its card at most
-``enrich_every - 1`` polls late.
+``enrich_every - 1`` polls late. A tool that times out twice in a row is backed off (asked
+again after 2, 4, 8, up to `MAX_SKIP_POLLS` polls; its error and stale cards stand in).
 """
 
 from __future__ import annotations
@@ -120,6 +121,9 @@ _REAP_S = 0.2
 #: Poll step while waiting for a tool that closed its output to exit.
 _EXIT_POLL_S = 0.005
 
+
+#: The most polls a tool that keeps hanging is left alone for (see `LiveSource._back_off`).
+MAX_SKIP_POLLS = 16
 
 #: Tool calls running right now, so that a dying front end can kill them (see
 #: `kill_running_tools`). Only touched from the event loop's thread.
@@ -287,6 +291,10 @@ class _ToolState:
     enriched: dict[tuple[str, int], CardReading] = field(default_factory=dict)
     #: Polls left before the process-list queries run again (0: on this poll).
     process_wait: int = 0
+    #: Timeouts in a row, polls still to skip because of them, and the error those repeat.
+    hangs: int = 0
+    skip_polls: int = 0
+    hang_error: ToolError | None = None
     #: Query name -> that process-list query's last answer, used again while it is skipped.
     process_last: dict[str, ToolReading] = field(default_factory=dict)
 
@@ -587,6 +595,13 @@ class LiveSource:
         spec = state.spec
         t_read = self.clock()
         res = _Poll()
+        if state.skip_polls > 0 and state.hang_error is not None:
+            # Backing off a tool that keeps hanging: its error and stale cards stand.
+            state.skip_polls -= 1
+            res.errors.append(state.hang_error)
+            res.unusable = not state.answered
+            res.cards = self._carry_stale(state)
+            return res
         try:
             if spec.reader is not None:
                 reading = await self._run_reader(state)
@@ -601,13 +616,19 @@ class LiveSource:
             res.notes.append(str(exc))
             return res
         except (_Refused, _Failed) as exc:
-            res.errors.append(ToolError(tool=spec.tool, message=str(exc), kind=exc.kind))
+            error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
+            res.errors.append(error)
+            if exc.kind == "timeout" and spec.reader is None:
+                self._back_off(state, error, res)
+            else:
+                state.hangs = 0
             if isinstance(exc, _Refused) and exc.raw is not None:
                 res.raw[spec.tool] = exc.raw[:RAW_KEEP_CHARS]
             # Never answered (refused, cannot start, hung): the group's next tool may do better.
             res.unusable = not state.answered
             res.cards = self._carry_stale(state)
             return res
+        state.hangs = 0
         if reading.version:
             self.versions[spec.tool] = reading.version
         cards = [c if c.tool else c.model_copy(update={"tool": spec.tool}) for c in reading.cards]
@@ -623,6 +644,21 @@ class LiveSource:
         res.notes.extend(n for n in reading.notes if n not in res.notes)
         res.ok = True
         return res
+
+    def _back_off(self, state: _ToolState, error: ToolError, res: _Poll) -> None:
+        """A tool that hangs again and again is asked less and less often (after 2, 4, 8, up to
+        `MAX_SKIP_POLLS` polls): each call costs a process that may not even die (a wedged
+        driver leaves it in D state), and a second call rarely answers when the first did not.
+        The polls in between repeat its error and carry its cards, stale."""
+        state.hangs += 1
+        if state.hangs < 2:
+            return  # once may be a slow poll: ask again next time
+        state.skip_polls = min(2 ** (state.hangs - 1), MAX_SKIP_POLLS)
+        state.hang_error = error
+        res.notes.append(
+            f"{state.spec.tool} hung {state.hangs} times in a row: "
+            f"asking it again after {state.skip_polls} polls"
+        )
 
     def _carry_stale(self, state: _ToolState) -> list[CardReading]:
         now = self.clock()

@@ -2,7 +2,7 @@
 
 Textual's own Sparkline scales to the data's max, so an idle card at 3 % would draw as tall as a
 saturated one; here height means percent. It renders one `Text` per repaint from the last
-``width`` points; `MetricLine` draws it beside its label.
+``width`` points; `cards.CardPanel` draws them beside their labels.
 """
 
 from __future__ import annotations

@@ -463,7 +463,8 @@ class GpusatApp(App[int]):
             skipped=int(getattr(self.source, "skipped", 0) or 0),
             ended=self.ended,
         )
-        self.status.show(info, status_text(info))
+        if info != self.status.key:  # most frames change nothing on it: skip building it
+            self.status.show(info, status_text(info))
 
     def _tick(self) -> None:
         if self._own_cpu is not None:

@@ -423,3 +423,31 @@ async def test_card_list_repaints_only_the_rows_that_changed() -> None:
         width = app.card_list.content_size.width
     # Frame 1 changed row 0 only; frame 2 rows 0 and 2: never the whole list.
     assert regions == [((0, 0, width, 1),), ((0, 0, width, 1), (0, 2, width, 1))]
+
+
+async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
+    # Frame 1 changes only the utilisation; frame 2 only the temperature (the title line).
+    figures = [(10.0, 60.0), (20.0, 60.0), (20.0, 65.0)]
+    frames = frames_for(3, lambda i: [card(0, figures[i][0], temp=figures[i][1], power=500.0)])
+    app = make_app(ListSource(frames, delay=0.3))
+    regions: list[tuple[tuple[int, int, int, int], ...]] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 0)
+        panel = app.detail.panel
+        refresh = panel.refresh
+
+        def spy(*args: object, **kw: object) -> object:
+            regions.append(tuple(tuple(r) for r in args))  # type: ignore[arg-type]
+            return refresh(*args, **kw)  # type: ignore[arg-type]
+
+        panel.refresh = spy  # type: ignore[method-assign]
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
+        assert "GPU-Util 20%" in screen_text(app)
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
+        assert "65°C" in screen_text(app)
+        width = panel.size.width
+    # Frame 1: the utilisation sparkline (lines 1-2; VRAM and power held still, and their
+    # sparklines grew a point each); frame 2: the title, and again the three sparklines.
+    assert regions[0] == ((0, 1, width, 2),)
+    assert ((0, 0, width, 1),) in regions[3:]
+    assert all(r and all(h <= 2 for *_, h in r) for r in regions)  # never the whole panel

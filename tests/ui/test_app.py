@@ -445,9 +445,11 @@ async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
         assert "GPU-Util 20%" in screen_text(app)
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
         assert "65°C" in screen_text(app)
-        width = panel.size.width
-    # Frame 1: the utilisation sparkline (lines 1-2; VRAM and power held still, and their
+        width, rows = panel.size.width, panel.metric_rows()
+    # A 30-row pane gives each sparkline its full 4 rows.
+    assert rows == 4
+    # Frame 1: the utilisation sparkline (lines 1-4; VRAM and power held still, and their
     # sparklines grew a point each); frame 2: the title, and again the three sparklines.
-    assert regions[0] == ((0, 1, width, 2),)
+    assert regions[0] == ((0, 1, width, rows),)
     assert ((0, 0, width, 1),) in regions[3:]
-    assert all(r and all(h <= 2 for *_, h in r) for r in regions)  # never the whole panel
+    assert all(r and all(h <= rows for *_, h in r) for r in regions)  # never the whole panel

@@ -252,6 +252,9 @@ class Metric:
     top: float = 100.0
 
 
+#: The most rows a sparkline of the selected card takes in a tall pane.
+MAX_METRIC_ROWS = 4
+
 #: The component class of each metric's sparkline, in the order they are drawn.
 METRIC_PARTS = ("cardpanel--util", "cardpanel--mem", "cardpanel--power")
 
@@ -259,8 +262,9 @@ METRIC_PARTS = ("cardpanel--util", "cardpanel--mem", "cardpanel--power")
 class CardPanel(LineWidget):
     """The selected card's figures, drawn as one widget (one repaint per frame):
 
-    ``nvidia:0 61°C NVIDIA H100 …   SATURATED`` / three labelled sparklines (two rows each,
-    one in a short pane or while the why panel is open) / the power gauge / the first reason.
+    ``nvidia:0 61°C NVIDIA H100 …   SATURATED`` / three labelled sparklines (2 to 4 rows each,
+    as the pane allows; one in a short pane or while the why panel is open) / the power gauge /
+    the first reason.
 
     It was nine widgets (a title, a badge, three metric lines, a gauge, a reason line and two
     containers); each one the compositor visits costs it about as much as drawing a line, so
@@ -294,12 +298,22 @@ class CardPanel(LineWidget):
     # --- what it shows (set by CardDetail.show; each setter repaints only its own lines) --------
 
     def metric_rows(self) -> int:
-        """Rows per sparkline: one in a short pane (the app's ``-short`` breakpoint class) or
-        while the why panel is open, else two."""
-        return 1 if self.why_open or self.screen.has_class("-short") else 2
+        """Rows per sparkline at the panel's current height (see `get_content_height`)."""
+        return max(1, (self.size.height - self._fixed_rows()) // 3)
+
+    def _fixed_rows(self) -> int:
+        """The title, the gauge and (unless the why panel is open) the first reason."""
+        return 2 if self.why_open else 3
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return 2 + 3 * self.metric_rows() + (0 if self.why_open else 1)
+        # The sparklines take the height the pane gives, up to MAX_METRIC_ROWS rows each (more
+        # rows, finer steps: 8 levels a row). One row in a short pane (the app's ``-short``
+        # breakpoint class) or while the why panel is open: the reasons matter more then.
+        if self.why_open or self.screen.has_class("-short"):
+            rows = 1
+        else:
+            rows = max(2, min(MAX_METRIC_ROWS, (container.height - self._fixed_rows()) // 3))
+        return self._fixed_rows() + 3 * rows
 
     def set_title(self, title: Text, kind: str, cause: str | None) -> None:
         if (title.plain, title.spans, kind, cause) != (

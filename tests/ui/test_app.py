@@ -453,3 +453,21 @@ async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
     assert regions[0] == ((0, 1, width, rows),)
     assert ((0, 0, width, 1),) in regions[3:]
     assert all(r and all(h <= rows for *_, h in r) for r in regions)  # never the whole panel
+
+
+async def test_card_rows_name_the_vendor_when_vendors_mix() -> None:
+    # An NVIDIA card 0 and a Hygon card 0 on one machine: the rows must not read alike.
+    frames = frames_for(1, lambda i: [card(0, 10.0), card(0, 20.0, vendor="hygon")])
+    app = make_app(ListSource(frames))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None)
+        assert app.card_list.lines == ["▸nv 0  10%  SATURATED", " hy 0  20%  SATURATED"]
+        await pilot.press("right")
+        await pilot.pause()
+        assert app.selected == "hygon:0"
+        assert "hygon:0" in screen_text(app)
+    # One vendor: no tags.
+    app = make_app(ListSource(frames_for(1, lambda i: [card(0, 10.0), card(1, 20.0)])))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None)
+        assert app.card_list.lines == ["▸ 0  10%  SATURATED", "  1  20%  SATURATED"]

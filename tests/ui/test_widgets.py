@@ -131,3 +131,37 @@ def test_spark_rows_shape_for_any_data(values: list[float | None], width: int,
         assert rows == []
     else:
         assert len(rows) == height and all(len(r) == width for r in rows)
+
+
+def reference_spark_rows(values: list[float | None], width: int, height: int,
+                         top: float) -> list[str]:
+    """The plain definition: one character per (row, column), computed directly."""
+    if width <= 0 or height <= 0:
+        return []
+    tail = list(values)[-width:]
+    rows = []
+    for row in range(height):
+        base = (height - 1 - row) * 8
+        chars = []
+        for value in tail:
+            if value is None:
+                chars.append("·" if row == height - 1 else " ")
+                continue
+            frac = min(max(value / top, 0.0), 1.0) if top > 0 else 0.0
+            level = max(round(frac * height * 8), 1) if value > 0 else 0
+            chars.append(" ▁▂▃▄▅▆▇█"[min(max(level - base, 0), 8)])
+        rows.append(" " * (width - len(tail)) + "".join(chars))
+    return rows
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False,
+                                            min_value=-1e3, max_value=1e3)), max_size=130),
+    st.integers(min_value=-2, max_value=130),
+    st.integers(min_value=-1, max_value=12),
+    st.sampled_from([100.0, 1.0, 700.0, 0.0]),
+)
+def test_spark_rows_match_the_plain_definition(values: list[float | None], width: int,
+                                               height: int, top: float) -> None:
+    assert spark_rows(values, width, height, top) == reference_spark_rows(values, width,
+                                                                          height, top)

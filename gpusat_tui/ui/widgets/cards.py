@@ -142,6 +142,12 @@ class WrappedText(Widget):
 _BOLD = Style(bold=True)
 _DIM = Style(dim=True)
 
+#: Two letters per vendor, shown in the card list only when cards of several vendors mix.
+VENDOR_TAGS: dict[str, str] = {
+    "nvidia": "nv", "amd": "am", "hygon": "hy", "ascend": "as", "cambricon": "ca",
+    "kunlunxin": "kl", "mthreads": "mt", "biren": "br",
+}
+
 #: The badge word of each verdict as a card row shows it.
 _SHORT_WORDS = {kind: f" {badge_word(kind, short=True)} " for kind in VERDICT_KINDS}
 
@@ -182,12 +188,16 @@ class CardList(LineWidget):
         self, cards: list[CardReading], verdicts: dict[str, Verdict], selected: str | None
     ) -> None:
         rows = []
+        # On a machine with cards of two vendors (an NVIDIA card beside an Ascend one) two
+        # rows would both read "0": each row then starts with its vendor's tag.
+        mixed = len({card.vendor for card in cards}) > 1
         for card in cards:
             verdict = verdicts.get(card.id)
             kind = verdict.kind if verdict and verdict.kind in VERDICT_KINDS else "unknown"
             marker = "▸" if card.id == selected else " "
             stale = "~" if card.stale_s is not None else " "
-            label = f"{marker}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
+            tag = VENDOR_TAGS.get(card.vendor, card.vendor[:2]) if mixed else ""
+            label = f"{marker}{tag}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
             rows.append((label, kind, card.id == selected))
         self.ids = [c.id for c in cards]
         if rows == self._rows:

@@ -426,18 +426,18 @@ async def test_card_list_repaints_only_the_rows_that_changed() -> None:
 
 
 async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
-    # Frame 1 changes only the utilisation; frame 2 only the temperature (the title line).
+    # Frame 1 changes the utilisation (10 -> 20 %); frame 2 only the temperature (the title).
     figures = [(10.0, 60.0), (20.0, 60.0), (20.0, 65.0)]
     frames = frames_for(3, lambda i: [card(0, figures[i][0], temp=figures[i][1], power=500.0)])
     app = make_app(ListSource(frames, delay=0.3))
-    regions: list[tuple[tuple[int, int, int, int], ...]] = []
+    regions: list[tuple[int, int, int, int]] = []
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 0)
         panel = app.detail.panel
         refresh = panel.refresh
 
         def spy(*args: object, **kw: object) -> object:
-            regions.append(tuple(tuple(r) for r in args))  # type: ignore[arg-type]
+            regions.extend(tuple(r) for r in args)  # type: ignore[misc, arg-type]
             return refresh(*args, **kw)  # type: ignore[arg-type]
 
         panel.refresh = spy  # type: ignore[method-assign]
@@ -446,13 +446,16 @@ async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
         assert "65°C" in screen_text(app)
         width, rows = panel.size.width, panel.metric_rows()
-    # A 30-row pane gives each sparkline its full 4 rows.
-    assert rows == 4
-    # Frame 1: the utilisation sparkline (lines 1-4; VRAM and power held still, and their
-    # sparklines grew a point each); frame 2: the title, and again the three sparklines.
-    assert regions[0] == ((0, 1, width, rows),)
-    assert ((0, 0, width, 1),) in regions[3:]
-    assert all(r and all(h <= rows for *_, h in r) for r in regions)  # never the whole panel
+    # Two rows per sparkline: GPU-Util on lines 1-2, VRAM 3-4, power 5-6, then the gauge (7).
+    assert rows == 2
+    assert all(x == 0 and w == width and h == 1 for x, _, w, h in regions), regions
+    lines = {y for _, y, _, _ in regions}
+    # Repainted: the util label (10 -> 20 %), the rows where the charts grew a point, and on
+    # frame 2 the title (the temperature).
+    assert {0, 1, 2, 4, 5, 6} <= lines
+    # Never repainted: VRAM's first row (its label is the same and 50 % leaves that row of
+    # the chart empty) and the gauge (500 W throughout).
+    assert lines.isdisjoint({3, 7}), sorted(lines)
 
 
 async def test_card_rows_name_the_vendor_when_vendors_mix() -> None:

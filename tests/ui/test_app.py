@@ -373,10 +373,21 @@ async def test_themes_switch_and_verdict_colours_follow() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None)
         before = app.card_list.get_component_rich_style("cardlist--starving")
+
+        def drawn_badge_colours() -> tuple[object, object]:
+            # The line widgets cache their styles: what they draw must follow the theme too.
+            row = list(app.card_list.render_line(0))
+            title = list(app.detail.panel.render_line(0))
+            return row[-1].style.bgcolor, title[-1].style.bgcolor  # the badges, last
+
+        drawn_before = drawn_badge_colours()
         app.theme = "nord"
         await pilot.pause()
         after = app.card_list.get_component_rich_style("cardlist--starving")
         assert before.bgcolor != after.bgcolor  # colours come from the theme, not hex
+        drawn_after = drawn_badge_colours()
+        assert drawn_after[0] != drawn_before[0] and drawn_after[1] != drawn_before[1]
+        assert drawn_after[0] == after.bgcolor
         assert "STARVING" in screen_text(app)
         await pilot.press("ctrl+p")
         await pilot.pause()

@@ -467,6 +467,21 @@ async def test_a_tool_that_keeps_hanging_is_asked_less_and_less_often(
     assert leftover_processes(fake_bin.dir, grace=1.0) == [] and zombie_children() == []
 
 
+async def test_backing_off_stops_growing_at_16_polls_and_stops_saying_so(
+    fake_bin: FakeBin,
+) -> None:
+    tool = fake_bin.add("toy-smi", toy_render, [[card(0, 40)], Step(mode="hang")])
+    frames = await poll_n(source(fake_bin, toy_spec(), timeout=0.2), 40)
+    # Called on polls 0 (answers), 1, 2, 5, 10, 19 and 36: waits of 2, 4, 8, 16, 16.
+    assert tool.calls() == 7
+    notes = [n for f in frames for n in f.notes if "hung" in n]
+    assert [n.split(": ")[1] for n in notes] == [
+        "asking it again after 2 polls", "asking it again after 4 polls",
+        "asking it again after 8 polls", "asking it again after 16 polls",
+    ]
+    assert all(len(f.errors) == 1 for f in frames[1:])
+
+
 async def test_a_backed_off_tool_that_answers_again_is_asked_every_poll(
     fake_bin: FakeBin,
 ) -> None:

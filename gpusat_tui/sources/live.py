@@ -653,12 +653,15 @@ class LiveSource:
         state.hangs += 1
         if state.hangs < 2:
             return  # once may be a slow poll: ask again next time
-        state.skip_polls = min(2 ** (state.hangs - 1), MAX_SKIP_POLLS)
+        skip = min(2 ** min(state.hangs - 1, 16), MAX_SKIP_POLLS)
+        state.skip_polls = skip
         state.hang_error = error
-        res.notes.append(
-            f"{state.spec.tool} hung {state.hangs} times in a row: "
-            f"asking it again after {state.skip_polls} polls"
-        )
+        if skip < MAX_SKIP_POLLS or 2 ** (state.hangs - 2) < MAX_SKIP_POLLS:
+            # Said while the wait grows; once it is at its longest, the error says enough.
+            res.notes.append(
+                f"{state.spec.tool} hung {state.hangs} times in a row: "
+                f"asking it again after {skip} polls"
+            )
 
     def _carry_stale(self, state: _ToolState) -> list[CardReading]:
         now = self.clock()

@@ -154,11 +154,11 @@ class JobLine(LineWidget):
         verdict = self.verdict
         kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
         first = verdict.why[0] if verdict.why else ""
-        return self.fit(list(self.strip_parts([
+        return self.fit(self.strip_parts([
             (f"Job ({self.n_cards} cards) ", self.base_style + _BOLD),
             (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
             (f" {clean(first, 120)}", self.part_style("jobline--why")),
-        ])))
+        ]))
 
 
 class GpusatApp(App[int]):

@@ -52,7 +52,7 @@ class CachedStatic(LineWidget):
         self._content: Text = Text(content) if isinstance(content, str) else content
         self._key: object = object()
         self._shape = self._shape_of(self._content)
-        self._lines: list[Text] | None = None
+        self._lines: list[Text] = self._content.split("\n", allow_blank=True)
 
     @staticmethod
     def _shape_of(text: Text) -> tuple[int, int]:
@@ -74,8 +74,6 @@ class CachedStatic(LineWidget):
         return self._content
 
     def render_line(self, y: int) -> Strip:
-        if self._lines is None:
-            self._lines = self._content.split("\n", allow_blank=True)
         if y >= len(self._lines):
             return self.blank()
         return self.fit(self.text_segments(self._lines[y]))
@@ -98,7 +96,7 @@ class CachedStatic(LineWidget):
             width_auto and shape[1] != self._shape[1]
         )
         self._shape = shape
-        if layout or old_lines is None or len(old_lines) != len(self._lines):
+        if layout or len(old_lines) != len(self._lines):
             self.refresh(layout=layout)
             return
         # Same number of lines: repaint only those whose text or styles changed.
@@ -300,7 +298,7 @@ class CardPanel(LineWidget):
         self.title = Text("Waiting for the first frame…")
         self.kind = "unknown"
         self.cause: str | None = None
-        self.metrics = (Metric(), Metric(), Metric())
+        self.metrics = [Metric(), Metric(), Metric()]
         self.reading: tuple[float | None, float | None] = (None, None)
         self.why_line = Text("")
         self.why_open = False
@@ -335,22 +333,21 @@ class CardPanel(LineWidget):
             self._refresh_lines(0, 1)
 
     def set_metric(self, n: int, metric: Metric) -> None:
-        if metric != self.metrics[n]:
-            metrics = list(self.metrics)
-            metrics[n] = metric
-            old = self.metrics[n]
-            self.metrics = (metrics[0], metrics[1], metrics[2])
-            rows = self.metric_rows()
-            before = self._spark_rows.pop(n, None)
-            after = self._sparkline(n, rows)
-            if before is None or before[0] != after[0]:
-                self._refresh_lines(1 + n * rows, rows)
-                return
-            # Only the rows whose characters changed: a steady figure's chart, or the empty
-            # top rows of a low one, stay as they are (the label sits on the first row).
-            for row, (was, now) in enumerate(zip(before[1], after[1], strict=True)):
-                if was != now or (row == 0 and old.label != metric.label):
-                    self._refresh_lines(1 + n * rows + row, 1)
+        old = self.metrics[n]
+        if metric == old:
+            return
+        self.metrics[n] = metric
+        rows = self.metric_rows()
+        before = self._spark_rows.pop(n, None)
+        after = self._sparkline(n, rows)
+        if before is None or before[0] != after[0]:
+            self._refresh_lines(1 + n * rows, rows)
+            return
+        # Only the rows whose characters changed: a steady figure's chart, or the empty top
+        # rows of a low one, stay as they are (the label sits on the first row).
+        for row, (was, now) in enumerate(zip(before[1], after[1], strict=True)):
+            if was != now or (row == 0 and old.label != metric.label):
+                self._refresh_lines(1 + n * rows + row, 1)
 
     def set_reading(self, reading: tuple[float | None, float | None]) -> None:
         if reading != self.reading:
@@ -403,10 +400,7 @@ class CardPanel(LineWidget):
 
     def _metric_line(self, n: int, row: int, rows: int) -> Strip:
         metric = self.metrics[n]
-        width = self.size.width
-        # The label keeps 16 columns (``VRAM 50% 40/80G``) where it can; a wide pane gives it
-        # up to ``label_width``; the sparkline gets the rest.
-        label_width = self._label_width(width)
+        label_width = self._label_width(self.size.width)
         lines = self._sparkline(n, rows)[1]
         head = metric.label if row == 0 else ""
         return self.strip([
@@ -432,12 +426,12 @@ class CardPanel(LineWidget):
     def _gauge_line(self) -> Strip:
         label, filled, empty = gauge_text(*self.reading, self.size.width)
         style = self.part_style("cardpanel--gauge")
-        return self.fit(list(self.strip_parts([
+        return self.fit(self.strip_parts([
             (label, style),
             (" " if filled or empty else "", style),
             (filled, style + _BOLD),
             (empty, style + _DIM),
-        ])))
+        ]))
 
 
 def verdict_text(verdict: Verdict | None) -> Text:

@@ -48,7 +48,7 @@ class LineWidget(Widget):
             self._part_styles[component] = style
         return style
 
-    def strip_parts(self, parts: Iterable[tuple[str, Style | None]]) -> Iterable[Segment]:
+    def strip_parts(self, parts: Iterable[tuple[str, Style | None]]) -> list[Segment]:
         """Segments from (text, style) parts; a part without a style takes the widget's."""
         base = self.base_style
         return [Segment(text, style or base) for text, style in parts if text]
@@ -86,4 +86,4 @@ class LineWidget(Widget):
 
     def blank(self) -> Strip:
         """An empty line in the widget's colours."""
-        return Strip.blank(self.content_size.width, self.base_style)
+        return Strip.blank(self.size.width, self.base_style)

@@ -371,10 +371,11 @@ async def _collect(
 
 def run_check(args: argparse.Namespace) -> int:
     """Entry point of ``gpusat-tui check`` (see the module docstring for exit statuses)."""
-    from gpusat_tui.sources.live import LiveSource
+    from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 
     source = LiveSource(
-        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or [])
+        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or []),
+        enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
     )
     try:
         source.discover()

@@ -33,6 +33,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
 def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument(
@@ -46,6 +56,11 @@ def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = Fa
     parser.add_argument(
         "--pid", type=int, action="append", default=default, metavar="PID",
         help="training process to watch, with its DataLoader workers (repeatable)",
+    )
+    parser.add_argument(
+        "--enrich-every", type=positive_int, default=default, metavar="N",
+        help="ask for the slow-changing extras (process lists, per-card queries such as "
+        "npu-smi -t usages) on one poll in N (default 5; 1: every poll)",
     )
 
 

@@ -445,3 +445,24 @@ def test_a_reader_that_leaves_early_is_no_crash(fake_bin: FakeBin) -> None:
     proc.stdout.close()  # like `gpusat-tui check | head -0`
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and b"Traceback" not in err
+
+
+@pytest.mark.parametrize(("option", "lists_read"), [((), 2), (("--enrich-every", "1"), 6)])
+def test_enrich_every_sets_how_often_the_process_list_is_read(
+    fake_bin: FakeBin, option: tuple[str, ...], lists_read: int
+) -> None:
+    from gpusat_tui.collectors.nvidia_smi import QUERY_APPS_ARGS
+
+    tool = fake_bin.add_for_spec(spec_named("nvidia-smi"), SCENARIO)
+    report = check_json(fake_bin, "--duration", "3", "--interval", "0.5", *option)
+    assert report["samples"] == 6
+    # By default the process list is read on polls 0 and 5; with 1, on every poll. The cards'
+    # figures are read on every poll either way.
+    assert tool.calls(QUERY_APPS_ARGS) == lists_read
+    assert tool.calls() - tool.calls(QUERY_APPS_ARGS) == 6
+
+
+def test_enrich_every_must_be_a_positive_whole_number(fake_bin: FakeBin) -> None:
+    for bad in ("0", "x"):
+        result = run_check(fake_bin, "--enrich-every", bad)
+        assert result.returncode == 2 and "--enrich-every" in result.stderr

@@ -554,9 +554,12 @@ def build_app(args: Namespace) -> GpusatApp:
 
         source = ReplaySource(args.replay, speed=args.speed)
     else:
-        from gpusat_tui.sources.live import LiveSource
+        from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 
-        live = LiveSource(interval=args.interval, overrides=args.tool, pids=args.pid)
+        live = LiveSource(
+            interval=args.interval, overrides=args.tool, pids=args.pid,
+            enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
+        )
         try:
             live.discover()
             source = live

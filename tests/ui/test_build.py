@@ -7,11 +7,15 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.cli import build_parser
+from gpusat_tui.collectors.nvidia_smi import SPECS as NVIDIA_SMI
 from gpusat_tui.model import Frame, RecordingHeader
+from gpusat_tui.sources.live import LiveSource
 from gpusat_tui.sources.recorder import Recorder
 from gpusat_tui.sources.replay import ReplaySource
 from gpusat_tui.ui import app as app_module
 from gpusat_tui.ui.app import GpusatApp, build_app, run_app
+from tests.fakes import FakeCard
+from tests.fakes.tool import FakeBin
 from tests.ui.conftest import T0, FixedTracker, card, screen_text, settle
 
 
@@ -105,3 +109,14 @@ def test_fallback_demo_uses_the_bundled_package_demo(
     assert isinstance(app.source, ReplaySource)
     assert app.source.path == app_module.DEMO_SESSION
     assert app.source.label == "replay demo.jsonl"
+
+
+def test_live_args_reach_the_live_source(fake_bin: FakeBin,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_bin.add_for_spec(NVIDIA_SMI[0], [[FakeCard(0)]])
+    monkeypatch.setenv("PATH", fake_bin.path)
+    source = build_app(parse("--interval", "2", "--enrich-every", "3")).source  # type: ignore[arg-type]
+    assert isinstance(source, LiveSource) and "nvidia-smi" in source.tools
+    assert source.enrich_every == 3 and source.interval == 2.0
+    default = build_app(parse()).source  # type: ignore[arg-type]
+    assert isinstance(default, LiveSource) and default.enrich_every == 5

@@ -202,13 +202,20 @@ async def test_resize_to_tiny_and_narrow_does_not_raise() -> None:
     app = make_app(ListSource(frames))
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 4)
+        assert app.detail.panel.metric_rows() == 2
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
         text = screen_text(app)
-        # Readable at 60x15: the list of cards and the selected card's figure and badge.
+        # Readable at 60x15: the list of cards and the selected card's figure and badge; the
+        # sparklines shrink to one row each.
         assert "GPU-Util 0%" in text
         assert "SATURATED" in text
         assert " 7  70%" in text
+        assert app.detail.panel.metric_rows() == 1
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert app.detail.panel.metric_rows() == 2
+        assert "GPU-Util 0%" in screen_text(app)
         await pilot.resize_terminal(20, 5)
         await pilot.pause()
         await pilot.press("right", "w", "question_mark")

@@ -141,13 +141,6 @@ class JobLine(LineWidget):
             self.n_cards, self.verdict = n_cards, verdict
             self.refresh()
 
-    @property
-    def plain(self) -> str:
-        """What the line says (for tests)."""
-        first = self.verdict.why[0] if self.verdict.why else ""
-        word = badge_word(self.verdict.kind, self.verdict.cause)
-        return f"Job ({self.n_cards} cards)  {word}  {clean(first, 120)}"
-
     def render_line(self, y: int) -> Strip:
         if y:
             return self.blank()

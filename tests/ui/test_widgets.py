@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -165,3 +166,19 @@ def test_spark_rows_match_the_plain_definition(values: list[float | None], width
                                                height: int, top: float) -> None:
     assert spark_rows(values, width, height, top) == reference_spark_rows(values, width,
                                                                           height, top)
+
+
+def test_own_cpu_sampler_is_the_cpu_share_since_the_last_call() -> None:
+    from gpusat_tui.ui.app import process_cpu_sampler
+
+    cpu, wall = [10.0], [100.0]
+    sample = process_cpu_sampler(lambda: cpu[0], lambda: wall[0])
+    cpu[0], wall[0] = 10.05, 105.0  # 50 ms of CPU over 5 s
+    assert sample() == pytest.approx(1.0)
+    cpu[0], wall[0] = 10.05, 110.0  # idle
+    assert sample() == 0.0
+    assert sample() is None  # no time passed: no figure, never a division by zero
+    real = process_cpu_sampler()
+    sum(i * i for i in range(200_000))
+    figure = real()
+    assert figure is not None and figure > 0.0

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from gpusat_tui.collectors.base import ToolReading
 from gpusat_tui.errors import ParseError
-from gpusat_tui.model import CardReading
+from gpusat_tui.model import CardProcess, CardReading
 
 #: ``samples/smi``: one folder per vendor, plus ``INDEX.md`` (provenance of every file).
 SMI_SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "smi"
@@ -43,6 +43,11 @@ def card_figures(cards: Iterable[CardReading]) -> list[Row]:
          c.power_cap_w, c.temp_c)
         for c in cards
     ]
+
+
+def process_rows(processes: Iterable[CardProcess]) -> list[Row]:
+    """(pid, card id, name, used MiB) per process a tool listed."""
+    return [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in processes]
 
 
 # --- every sample is tested and indexed ------------------------------------------------------

@@ -10,12 +10,13 @@ from hypothesis import given
 from gpusat_tui.collectors import amd_smi, rocm_smi
 from gpusat_tui.collectors.base import merge_cards
 from gpusat_tui.errors import ParseError
-from gpusat_tui.model import CardProcess, CardReading
+from gpusat_tui.model import CardReading
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,
     assert_every_sample_tested_and_indexed,
     parse_or_refuse,
+    process_rows,
     read_sample,
     sample_lines_and_noise,
     samples_dir,
@@ -42,10 +43,6 @@ def figures(card: CardReading) -> Row:
     )
 
 
-def procs(processes: list[CardProcess]) -> list[Row]:
-    return [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in processes]
-
-
 # --- amd-smi --------------------------------------------------------------------------------
 
 
@@ -68,7 +65,7 @@ def test_amd_smi_default_box_r9700_false_100pct() -> None:
         (213534, "python3.12", kb), (213890, "python3.12", kb),
         (213952, "python3.12", 19.6 * 1024), (213953, "python3.12", 19.1 * 1024),
     ]
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (pid, f"amd:{gpu}", name_, pytest.approx(mem))
         for gpu in (0, 1) for pid, name_, mem in expected
     ]
@@ -93,7 +90,7 @@ def test_amd_smi_monitor_q_with_process_info() -> None:
         (0, None, 99.0, 1235.0, 16335.0, 7.56, 199.0, None, 103.0)
     ]
     assert r.cards[0].extras["mem_temp_c"] == 84.0
-    assert procs(r.processes) == [(1564865, "amd:0", "rvs", pytest.approx(1.1 * 1024))]
+    assert process_rows(r.processes) == [(1564865, "amd:0", "rvs", pytest.approx(1.1 * 1024))]
 
 
 def test_amd_smi_monitor_ptum_after_version_banner() -> None:
@@ -157,7 +154,7 @@ def test_amd_smi_fake_default_round_trip() -> None:
         (1, "Fake Card", 3.0, 0.0, 65536.0, 0.0, 120.0, None, None),
         (2, "Dead Card", None, None, None, None, None, None, None),
     ]
-    assert procs(r.processes) == [(4242, "amd:0", "python", 2048.0),
+    assert process_rows(r.processes) == [(4242, "amd:0", "python", 2048.0),
                                   (4243, "amd:1", "pt_worker", 512.0)]
     assert {len(line) for line in fake_amd.render(AMD_CARDS, AMD_PROCS).splitlines()} == {80}
 
@@ -324,7 +321,7 @@ def test_rocm_smi_json_numbered_from_card1_is_not_merged() -> None:
 
 def test_rocm_smi_showpidgpus_two_procs() -> None:
     r = rocm_smi.parse_pids(sample("rocm-smi-showpidgpus-2procs.txt"))
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (28154, "amd:0", None, None), (28156, "amd:0", None, None), (28156, "amd:1", None, None)
     ]
 
@@ -352,7 +349,7 @@ def test_rocm_smi_kfd_plus_pidgpus_combined() -> None:
         + "PID 555979 is using 2 DRM device(s):\n0 1 \n"
     )
     r = rocm_smi.parse_pids(text)
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (417281, "amd:1", "llama-server", 22630404096 / 2**20),
         (555979, "amd:0", "llama-server", None),
         (555979, "amd:1", "llama-server", None),
@@ -401,7 +398,7 @@ def test_rocm_smi_fakes_round_trip_through_spec_args() -> None:
         (0, 16384.0, 65536.0), (1, 0.0, 65536.0), (2, None, 65536.0)
     ]
     r = pids.parse(fake_rocm.render_for_args(pids.args, ROCM_CARDS, ROCM_PROCS))
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (42, "amd:0", "python", None), (42, "amd:1", "python", None),
         (43, "amd:1", "worker", 512.0),
     ]

@@ -15,6 +15,7 @@ from tests.collector_helpers import (
     assert_every_line_prefix_parses_or_is_refused,
     assert_every_sample_tested_and_indexed,
     parse_or_refuse,
+    process_rows,
     read_sample,
     sample_lines_and_noise,
     samples_dir,
@@ -138,7 +139,7 @@ def test_hy_smi_pids_uses_rocm_format_and_dcu_header() -> None:
         "PID 4242 is using 1 DRM device(s):\n3 \n"
     )
     r = hy_smi.parse_pids(text)
-    assert [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in r.processes] == [
+    assert process_rows(r.processes) == [
         (4242, "hygon:3", "python", 1024.0)
     ]
     # DTK's rocm-smi with a DCU header also puts the process on a Hygon card.

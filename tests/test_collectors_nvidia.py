@@ -12,13 +12,14 @@ from hypothesis import given
 from gpusat_tui.collectors import nvidia_smi, nvml
 from gpusat_tui.collectors.base import resolve_process_cards
 from gpusat_tui.errors import ParseError, ToolFailed, ToolMissing
-from gpusat_tui.model import CardProcess, CardReading
+from gpusat_tui.model import CardReading
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,
     assert_every_sample_tested_and_indexed,
     card_figures,
     parse_or_refuse,
+    process_rows,
     read_sample,
     sample_lines_and_noise,
     samples_dir,
@@ -33,10 +34,6 @@ Row = tuple[Any, ...]
 
 def sample(name: str) -> str:
     return read_sample(SAMPLES, name)
-
-
-def procs(reading_processes: list[CardProcess]) -> list[Row]:
-    return [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in reading_processes]
 
 
 # --- default table --------------------------------------------------------------------------
@@ -61,7 +58,7 @@ def test_table_8xv100_old_79col_mem_full_idle() -> None:
     assert [c.bus_id for c in r.cards][:2] == ["00000000:1B:00.0", "00000000:1C:00.0"]
     assert r.cards[5].mem_pct == pytest.approx(100 * 32323 / 32510)
     assert all(c.tool == "nvidia-smi" and c.vendor == "nvidia" and c.extras == {} for c in r.cards)
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (88420, "nvidia:2", "python", 27064.0),
         (230331, "nvidia:5", "python", 32319.0),
         (618979, "nvidia:6", "python", 2161.0),
@@ -82,7 +79,7 @@ def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
     assert [c.bus_id for c in r.cards] == [
         "00000000:16:00.0", "00000000:AC:00.0", "00000000:CA:00.0"
     ]
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (6194, "nvidia:0", "VLLM::Worker_TP1", 88438.0),
         (6193, "nvidia:2", "VLLM::Worker_TP0", 88438.0),
     ]
@@ -230,7 +227,7 @@ def test_query_gpu_refused_raises_parse_error(text: str) -> None:
 
 def test_compute_apps_8xh200_not_found_name() -> None:
     r = nvidia_smi.parse_compute_apps(sample("query-compute-apps-csv-8xH200-NotFound-procname.txt"))
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (1328667, f"uuid:{H200[0][0]}", "/usr/local/bin/python3.10", 130004.0),
         (1328668, f"uuid:{H200[1][0]}", "/usr/local/bin/python3.10", 130044.0),
         (1425258, f"uuid:{H200[2][0]}", "python3", 105842.0),
@@ -258,14 +255,14 @@ def test_compute_apps_other_field_lists() -> None:
         ("timestamp", "gpu_name", "pid", "process_name", "used_memory"),
     )
     expected = [(1106871, "uuid:?", "/app/llama-server", 23342.0)]
-    assert procs(with_header.processes) == expected
-    assert procs(no_header.processes) == expected
+    assert process_rows(with_header.processes) == expected
+    assert process_rows(no_header.processes) == expected
 
 
 def test_compute_apps_name_with_commas() -> None:
     text = "00000000:18:00.0, 4242, python train.py --gpus=0,1, 1024\n"
     r = nvidia_smi.parse_compute_apps(text)
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (4242, "bus:00000000:18:00.0", "python train.py --gpus=0, 1", 1024.0)
     ]
 
@@ -318,7 +315,7 @@ def test_fake_table_round_trip() -> None:
     r = nvidia_smi.parse_table(fake.render(FAKE_CARDS, FAKE_PROCS))
     assert card_figures(r.cards) == EXPECTED
     assert r.cards[1].extras == {"mig": "Enabled"}
-    assert procs(r.processes) == [
+    assert process_rows(r.processes) == [
         (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
     ]
     assert {len(line) for line in fake.render([FakeCard(0)]).splitlines()[1:]} == {89}
@@ -331,7 +328,7 @@ def test_fake_csv_and_apps_round_trip_through_spec_args() -> None:
     assert card_figures(cards) == EXPECTED
     assert [c.uuid for c in cards] == [fake.fake_uuid(i) for i in (0, 1, 3)]
     processes = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS)).processes
-    assert procs(resolve_process_cards(cards, processes)) == [
+    assert process_rows(resolve_process_cards(cards, processes)) == [
         (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
     ]
     with pytest.raises(ParseError):
@@ -348,7 +345,7 @@ def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
     extra = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS))
     assert [p.card_id for p in extra.processes] == ["bus:00000000:10:00.0", "bus:00000000:13:00.0"]
     merged = resolve_process_cards(table.cards, [*table.processes, *extra.processes])
-    assert procs(merged) == [
+    assert process_rows(merged) == [
         (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
     ]
 
@@ -461,7 +458,7 @@ def test_nvml_normal_values(use_nvml: Any) -> None:
         (0, "NVIDIA H200", 97.0, 122880.0, 144384.0, 651.32, 700.0, 61.0, "GPU-1111",
          "00000000:18:00.0", "nvml")
     ]
-    assert procs(r.processes) == [(4242, "nvidia:0", None, 102400.0)]
+    assert process_rows(r.processes) == [(4242, "nvidia:0", None, 102400.0)]
     assert r.cards[0].extras == {}
 
 
@@ -474,7 +471,7 @@ def test_nvml_not_supported_fields_are_none(use_nvml: Any) -> None:
     (card,) = nvml.read_nvml().cards
     assert nvml_figures(card)[:8] == (0, "NVIDIA H200", None, 122880.0, 144384.0, None, None, None)
     assert card.extras == {"mig": "Enabled"}
-    assert procs(nvml.read_nvml().processes) == [(7, "nvidia:0", None, None)]
+    assert process_rows(nvml.read_nvml().processes) == [(7, "nvidia:0", None, None)]
 
 
 def test_nvml_failing_handle_skips_that_card(use_nvml: Any) -> None:

@@ -224,16 +224,21 @@ def _frames(utils: list[float], powers: list[float], mem_pct: float) -> list[Fra
     ]
 
 
-@SETTINGS
-@given(
-    st.integers(3, 30).flatmap(
+def windows(
+    util: tuple[float, float], power: tuple[float, float], mem: tuple[float, float]
+) -> st.SearchStrategy[tuple[list[float], list[float], float]]:
+    """3 to 30 polls: util % and power (fraction of cap) per poll in the ranges, one VRAM %."""
+    return st.integers(3, 30).flatmap(
         lambda n: st.tuples(
-            st.lists(st.floats(80.0, 100.0), min_size=n, max_size=n),
-            st.lists(st.floats(0.70, 1.0), min_size=n, max_size=n),
-            st.floats(10.0, 89.0),
+            st.lists(st.floats(*util), min_size=n, max_size=n),
+            st.lists(st.floats(*power), min_size=n, max_size=n),
+            st.floats(*mem),
         )
     )
-)
+
+
+@SETTINGS
+@given(windows(util=(80.0, 100.0), power=(0.70, 1.0), mem=(10.0, 89.0)))
 def test_busy_at_high_power_is_always_saturated(
     case: tuple[list[float], list[float], float],
 ) -> None:
@@ -242,15 +247,7 @@ def test_busy_at_high_power_is_always_saturated(
 
 
 @SETTINGS
-@given(
-    st.integers(3, 30).flatmap(
-        lambda n: st.tuples(
-            st.lists(st.floats(0.0, 5.0), min_size=n, max_size=n),
-            st.lists(st.floats(0.0, 0.6), min_size=n, max_size=n),
-            st.floats(0.0, 4.9),
-        )
-    )
-)
+@given(windows(util=(0.0, 5.0), power=(0.0, 0.6), mem=(0.0, 4.9)))
 def test_nothing_held_and_nothing_running_is_always_idle(
     case: tuple[list[float], list[float], float],
 ) -> None:
@@ -259,15 +256,7 @@ def test_nothing_held_and_nothing_running_is_always_idle(
 
 
 @SETTINGS
-@given(
-    st.integers(3, 30).flatmap(
-        lambda n: st.tuples(
-            st.lists(st.floats(80.0, 100.0), min_size=n, max_size=n),
-            st.lists(st.floats(0.0, 0.49), min_size=n, max_size=n),
-            st.floats(10.0, 89.0),
-        )
-    )
-)
+@given(windows(util=(80.0, 100.0), power=(0.0, 0.49), mem=(10.0, 89.0)))
 def test_busy_reading_at_low_power_is_never_called_saturated(
     case: tuple[list[float], list[float], float],
 ) -> None:

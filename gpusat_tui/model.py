@@ -20,10 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 SCHEMA_VERSION = 1
 
 Vendor = Literal[
-    "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren"
+    "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren",
+    "gaudi", "iluvatar", "enflame", "metax", "intel", "neuron", "tpu", "jetson", "tenstorrent",
 ]
 VENDORS: tuple[Vendor, ...] = (
-    "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren"
+    "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren",
+    "gaudi", "iluvatar", "enflame", "metax", "intel", "neuron", "tpu", "jetson", "tenstorrent",
 )
 
 #: What each vendor calls its utilisation figure, for labels on screen.
@@ -36,6 +38,15 @@ UTIL_LABELS: dict[str, str] = {
     "kunlunxin": "UseRate",
     "mthreads": "GPU-Util",
     "biren": "GPU-Util",
+    "gaudi": "AIP util",
+    "iluvatar": "GPU-Util",
+    "enflame": "GCU util",
+    "metax": "GPU-Util",
+    "intel": "GPU util",
+    "neuron": "NeuronCore%",
+    "tpu": "duty cycle",
+    "jetson": "GR3D",
+    "tenstorrent": "util",
 }
 
 VerdictKind = Literal["saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"]

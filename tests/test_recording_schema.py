@@ -50,8 +50,10 @@ def test_recording_field_names_are_pinned(cls: type) -> None:
 
 
 def test_vendor_and_verdict_names_are_pinned() -> None:
+    # Names may be added (old readers then see an unknown vendor), never renamed or removed.
     assert model.VENDORS == (
-        "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren"
+        "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren",
+        "gaudi", "iluvatar", "enflame", "metax", "intel", "neuron", "tpu", "jetson", "tenstorrent",
     )
     assert model.VERDICT_KINDS == (
         "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"

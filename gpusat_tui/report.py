@@ -65,7 +65,7 @@ GAP_INTERVALS = 3.0
 #: A stretch is explained by the verdict this many polls before its end (see `_Runs`).
 EXPLAIN_LAG_POLLS = 4
 #: Kinds that make a stretch "worst" (idle and unknown are not a training problem).
-BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced")
+BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced", "stalled")
 JOB_ID = "job"
 
 
@@ -559,7 +559,9 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
             for stretch in worst:
                 lines += _stretch_lines(stretch)
         else:
-            lines.append("worst stretches: none (never starving, fragmenting or imbalanced)")
+            lines.append(
+                "worst stretches: none (never starving, fragmenting, imbalanced or stalled)"
+            )
     if data.errors:
         lines += ["", "Tool errors:"]
         lines += [f"  [{e.kind}] {e.message} ({e.count} polls)" for e in data.errors]

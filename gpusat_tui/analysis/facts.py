@@ -57,6 +57,8 @@ class ProcFacts:
     pin: float | None
     #: The psutil state when it is a string (anything else is not counted).
     state: str | None
+    #: Percent of wall time runnable but waiting for a CPU (None where not measured).
+    run_delay: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,14 @@ class CardFacts:
     power: float | None
     cap: float | None
     pfrac: float | None
+    #: NVIDIA GPM figures from ``extras`` (measured SM / tensor-core activity), where given.
+    sm_active: float | None = None
+    tensor_active: float | None = None
+
+
+def _extra_pct(card: object, key: str) -> float | None:
+    extras = getattr(card, "extras", None)
+    return pct_or_none(extras.get(key)) if isinstance(extras, dict) else None
 
 
 def card_facts(card: object) -> CardFacts:
@@ -91,6 +101,8 @@ def card_facts(card: object) -> CardFacts:
         power=power,
         cap=cap,
         pfrac=num(power / cap) if power is not None and cap else None,
+        sm_active=_extra_pct(card, "sm_active_pct"),
+        tensor_active=_extra_pct(card, "tensor_active_pct"),
     )
 
 
@@ -163,6 +175,8 @@ class FrameFacts:
     iowait: float | None
     host_cpu: float | None
     cpu_count: int | None
+    #: The frame's time when usable (`num`), for the rules that measure durations.
+    t: float | None = None
 
 
 def frame_facts(frame: Frame) -> FrameFacts:
@@ -186,6 +200,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 cpu=num(getattr(proc, "cpu_pct", None)),
                 pin=num(getattr(proc, "pin_cpu_pct", None)),
                 state=state if isinstance(state, str) else None,
+                run_delay=num(getattr(proc, "run_delay_pct", None)),
             )
         )
     iowait = host_cpu = None
@@ -197,7 +212,8 @@ def frame_facts(frame: Frame) -> FrameFacts:
         count = getattr(host, "cpu_count", None)
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
-    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count)
+    t = num(getattr(frame, "t", None))
+    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t)
 
 
 def pct_or_none(value: object) -> float | None:

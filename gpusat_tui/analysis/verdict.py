@@ -53,9 +53,9 @@ from collections.abc import Sequence
 
 from gpusat_tui.analysis.card import CardFigures, is_idle, judge_card, light_figures
 from gpusat_tui.analysis.causes import STARVING_CAUSES
-from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
+from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie, Stall, stall_run
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.job import JOB_KEY, Lag, judge_job, lagging
+from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, Lag, apply_lag, judge_job, lagging
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
@@ -64,6 +64,7 @@ __all__ = [
     "ALLOC_CONF_VARS",
     "DEFAULT_THRESHOLDS",
     "JOB_KEY",
+    "SEVERITY",
     "STARVING_CAUSES",
     "FrameFacts",
     "PreparedWindow",
@@ -82,24 +83,67 @@ def judge(window: Sequence[Frame], thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     return judge_prepared(frames, [frame_facts(f) for f in frames], thresholds)
 
 
+class _Window:
+    """What judging one window needs, shared between its cards.
+
+    ``frames[context:]`` is the window judged; the ``context`` frames before it are history
+    that only the rules measuring a duration read (imbalance persistence, stall duration).
+    """
+
+    def __init__(
+        self, frames: Sequence[Frame], facts: Sequence[FrameFacts], thresholds: Thresholds,
+        context: int,
+    ) -> None:
+        context = max(0, min(context, len(facts)))
+        self.frames = frames[context:]
+        self.facts = facts[context:]
+        self.history = facts
+        self.thresholds = thresholds
+        self.ids = _ids(self.facts)
+        self.tie = ProcessTie(self.facts)
+        self.history_tie = self.tie if context == 0 else ProcessTie(facts)
+        self.evidence = EvidenceCache(self.facts, self.tie)
+        self._lags: dict[tuple[str, ...], Lag | None] = {}
+
+    def stall(self, card_id: str, th: Thresholds) -> Stall | None:
+        return stall_run(self.history, card_id, self.history_tie, th)
+
+    def card(self, card_id: str) -> tuple[Verdict, CardFigures | None]:
+        return judge_card(
+            self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall
+        )
+
+    def lag(self, active: list[str]) -> Lag | None:
+        key = tuple(active)
+        if key not in self._lags:
+            self._lags[key] = lagging(active, self.history, self.history_tie, self.thresholds)
+        return self._lags[key]
+
+
 def judge_prepared(
     frames: Sequence[Frame],
     facts: Sequence[FrameFacts],
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    context: int = 0,
 ) -> Assessment:
     """`judge` with each frame's `frame_facts` already taken (``facts[i]`` of ``frames[i]``,
     no ``None`` frames): the tracker keeps them so that a frame is read once, not once per
-    window it appears in. Same result as ``judge(frames, thresholds)``."""
-    tie = ProcessTie(facts)
-    evidence = EvidenceCache(facts, tie)
+    window it appears in. Same result as ``judge(frames, thresholds)`` when ``context`` is 0.
+
+    ``context``: the first ``context`` frames are history, not part of the window: the cards
+    are judged on the rest, while imbalance and stalls are judged over all of them (the
+    tracker judges a short recent window, and these rules need a longer view).
+    """
+    window = _Window(frames, facts, thresholds, context)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, CardFigures] = {}
-    for cid in _ids(facts):
-        verdict, figs = judge_card(frames, facts, cid, thresholds, evidence)
+    for cid in window.ids:
+        verdict, figs = window.card(cid)
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
-    job, verdicts = judge_job(verdicts, figures, tie, thresholds)
+    job, verdicts = judge_job(verdicts, figures, window.lag)
     return Assessment(cards=verdicts, job=job)
 
 
@@ -115,13 +159,14 @@ def _ids(facts: Sequence[FrameFacts]) -> list[str]:
 class PreparedWindow:
     """One window's card verdicts, judged one card at a time, on demand.
 
-    ``window.card(card_id) == judge_prepared(frames, facts, thresholds).cards.get(card_id)``.
+    ``window.card(card_id) ==
+    judge_prepared(frames, facts, thresholds, context=context).cards.get(card_id)``.
     The tracker re-reads each card's evidence window (every poll since its verdict was
     adopted) on every poll, and cards adopt verdicts at different polls: judging every card
     in every one of those windows cost up to a full judgement of all cards per card. Here only
     the cards asked about are judged in full; of the others only what the job's imbalance test
-    reads is computed, once per window (unknown or idle, and the utilisation median), since a
-    lagging card's ``why`` gains a line from it.
+    reads is computed, once per window (unknown or idle), since a card's verdict changes when
+    it is a straggler or waits for one.
     """
 
     def __init__(
@@ -129,49 +174,32 @@ class PreparedWindow:
         frames: Sequence[Frame],
         facts: Sequence[FrameFacts],
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        *,
+        context: int = 0,
     ) -> None:
-        self._frames = frames
-        self._facts = facts
-        self._thresholds = thresholds
-        self._ids = _ids(facts)
-        self._tie = ProcessTie(facts)
-        self._evidence = EvidenceCache(facts, self._tie)
+        self._window = _Window(frames, facts, thresholds, context)
         self._lag: Lag | None = None
         self._lag_done = False
 
     def card(self, card_id: str) -> Verdict | None:
         """The card's verdict in this window (None when the window never shows the card)."""
-        if card_id not in self._ids:
+        window = self._window
+        if card_id not in window.ids:
             return None
-        verdict, figs = judge_card(
-            self._frames, self._facts, card_id, self._thresholds, self._evidence
-        )
-        if len(self._ids) == 1 or figs is None or verdict.kind == "idle":
-            return verdict  # alone, unknown or idle: never a lagging card of a job
-        # Utilisation medians are at most 100, so a card above these lines lags no leader:
-        # the other cards need not be read at all (the common case, a busy card).
-        th = self._thresholds
-        center = figs.util.median
-        if center > 100.0 - th.imbalance_gap_pct or (
-            th.imbalance_ratio >= 0 and center > 100.0 * th.imbalance_ratio
-        ):
-            return verdict
-        lag = self._lagging()
-        if lag is None or card_id not in lag.laggards:
-            return verdict
-        return verdict.model_copy(update={"why": [*verdict.why, lag.line(card_id)]})
+        verdict, figs = window.card(card_id)
+        if len(window.ids) == 1 or figs is None or verdict.kind == "idle":
+            return verdict  # alone, unknown or idle: the job's lag never changes it
+        return apply_lag(card_id, verdict, self._lagging())
 
     def _lagging(self) -> Lag | None:
         if not self._lag_done:
-            figures: dict[str, CardFigures] = {}
+            window = self._window
             active: list[str] = []
-            for cid in self._ids:
-                figs, th = light_figures(self._facts, cid, self._thresholds)
-                if figs is not None:
-                    figures[cid] = figs
-                    if not is_idle(figs, th):
-                        active.append(cid)
-            self._lag = lagging(active, figures, self._tie, self._thresholds)
+            for cid in window.ids:
+                figs, th = light_figures(window.facts, cid, window.thresholds)
+                if figs is not None and not is_idle(figs, th):
+                    active.append(cid)
+            self._lag = window.lag(active)
             self._lag_done = True
         return self._lag
 
@@ -181,7 +209,9 @@ def judge_card_prepared(
     facts: Sequence[FrameFacts],
     card_id: str,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    context: int = 0,
 ) -> Verdict | None:
-    """``judge_prepared(frames, facts, thresholds).cards.get(card_id)``, judging only that card
-    in full (see `PreparedWindow`)."""
-    return PreparedWindow(frames, facts, thresholds).card(card_id)
+    """``judge_prepared(frames, facts, thresholds, context=context).cards.get(card_id)``,
+    judging only that card in full (see `PreparedWindow`)."""
+    return PreparedWindow(frames, facts, thresholds, context=context).card(card_id)

@@ -344,6 +344,26 @@ def test_starving_with_the_trainer_pegged_is_host_bound(fake_bin: FakeBin) -> No
                and ("(pegged)" in w or "queued for a CPU" in w) for w in why), why
 
 
+def test_more_busy_workers_than_cores_are_input_bound_by_run_delay(fake_bin: FakeBin) -> None:
+    """Three spinning workers per core: each gets a third of a core (far under the 85 %
+    pegged line, and together under it too), but waits the rest of the time in the run
+    queue. Judged by the run delay, they are CPU-bound, and the host oversubscribed."""
+    scenario = SCENARIOS["starving_contended"]
+    cores = len(os.sched_getaffinity(0))
+    workers = min(3 * cores, 24)
+    with busy_tree("--workers", str(workers), "--worker-burn-s", "inf") as tree:
+        spec = spec_named("nvidia-smi")
+        fake_bin.add_for_spec(spec, scenario_steps(scenario, range(12)))
+        report = run_check(fake_bin, "--duration", DURATION, "--pid", str(tree.trainer))
+    assert processes_of(report) == {
+        tree.trainer: "trainer", **{w: "dataloader_worker" for w in tree.workers}
+    }
+    assert_verdicts(report, scenario, spec.vendor)
+    why = report["cards"][0]["verdict"]["why"]
+    assert any("queued for a CPU" in w or "CPU-bound" in w for w in why), why
+    assert any(w.startswith("the host is oversubscribed: workers wait for a CPU") for w in why), why
+
+
 # --- a step change --------------------------------------------------------------------------
 
 

@@ -359,3 +359,16 @@ def test_a_measured_finding_outranks_an_earlier_inferred_one() -> None:
     assert find_cause(ctx, DEFAULT_THRESHOLDS).cause == "input-bound"
     chosen = find_cause(ctx, DEFAULT_THRESHOLDS, [*CAUSE_RULES, probe])
     assert (chosen.cause, chosen.basis) == ("io-bound", "measured")
+
+
+def test_every_kind_has_a_badge_style_and_word() -> None:
+    from pathlib import Path
+
+    from gpusat_tui.ui.widgets.badge import badge_word
+
+    css = (Path(__file__).resolve().parents[1] / "gpusat_tui/ui/gpusat.tcss").read_text()
+    for kind in VERDICT_KINDS:
+        for cls in (f"CardList > .cardlist--{kind}", f"CardPanel > .cardpanel--{kind}",
+                    f"JobLine > .jobline--{kind}"):
+            assert cls in css, cls
+        assert badge_word(kind) == kind.upper()

@@ -227,31 +227,37 @@ def _span_s(history: Sequence[FrameFacts]) -> float:
     return max(times) - min(times) if len(times) >= 2 else 0.0
 
 
-def _find(
-    group: Sequence[str],
-    series: Mapping[str, list[float | None]],
-    candidates_of: Sequence[str],
-    reference: Sequence[str],
-    gap: float,
-    th: Thresholds,
-    seconds: float,
-) -> tuple[list[str], list[str], dict[str, float], int] | None:
-    """(low cards that persist, the high cards, levels, stretches) or None."""
+def _levels(
+    cards: Sequence[str], series: Mapping[str, list[float | None]], th: Thresholds
+) -> dict[str, float] | None:
+    """Each card's level over the history; None when one has too few figures to compare."""
     levels: dict[str, float] = {}
-    for c in group:
+    for c in cards:
         present = [v for v in series[c] if v is not None]
         if len(present) < th.min_samples:
             return None
         levels[c] = _level(present) or 0.0
-    pool = [c for c in candidates_of if c in levels]
+    return levels
+
+
+def _find(
+    levels: Mapping[str, float],
+    series: Mapping[str, list[float | None]],
+    gap: float,
+    th: Thresholds,
+    seconds: float,
+) -> tuple[list[str], list[str], int] | None:
+    """(low cards that persist, the high cards, stretches compared) among ``levels``' cards,
+    or None."""
+    pool = list(levels)
     if len(pool) < 2:
         return None
-    leader = max(levels[c] for c in pool)
+    leader = max(levels.values())
     low = [
         c for c in pool
         if levels[c] <= th.imbalance_ratio * leader and leader - levels[c] >= gap
     ]
-    high = [c for c in pool if c not in low and c in reference]
+    high = [c for c in pool if c not in low]
     if not low or not high:
         return None
     swinging = any(
@@ -264,7 +270,7 @@ def _find(
     held, stretches = _persistent(series, low, high, gap)
     if not held:
         return None
-    return held, high, levels, stretches
+    return held, high, stretches
 
 
 def lagging(
@@ -284,38 +290,35 @@ def lagging(
     for group in groups:
         if len(group) < 2:
             continue
+        util = {c: _series(history, c, _util) for c in group}
+        utils = _levels(group, util, th)
+        if utils is None:
+            continue
         vendor = str(getattr(_last_card(history, group[0]), "vendor", ""))
         label = UTIL_LABELS.get(vendor, "util")
-        util = {c: _series(history, c, _util) for c in group}
         # 1. a card that lags on utilisation
-        found = _find(group, util, group, group, th.imbalance_gap_pct, th, seconds)
-        utils = {
-            c: _level(vs) or 0.0 for c in group
-            if (vs := [v for v in util[c] if v is not None])
-        }
+        found = _find(utils, util, th.imbalance_gap_pct, th, seconds)
         if found is not None:
-            held, high, levels, stretches = found
+            held, _high, stretches = found
             others = [c for c in group if c not in held]
-            return Lag(group, held, others, "lag", "util", levels, [], grouping, seconds,
+            return Lag(group, held, others, "lag", "util", utils, [], grouping, seconds,
                        stretches, polls, label, utils)
         # 2. a collective wait: busy cards at a low level beside a busy peer at a high one
-        busy = [
-            c for c in group
-            if c in utils and utils[c] >= th.for_vendor(vendor).busy_util_pct
-        ]
+        busy_line = th.for_vendor(vendor).busy_util_pct
+        busy = [c for c in group if utils[c] >= busy_line]
         if len(busy) < 2:
             continue
-        sm = {c: _series(history, c, _sm) for c in group}
+        sm = {c: _series(history, c, _sm) for c in busy}
         if all(sum(v is not None for v in sm[c]) >= th.min_samples for c in busy):
             basis, series, gap = "sm", sm, th.imbalance_gap_pct
         else:
-            basis, series, gap = "power", {
-                c: _series(history, c, _power) for c in group
-            }, th.imbalance_power_gap_pct
-        found = _find(busy, series, busy, busy, gap, th, seconds)
-        if found is None:
+            basis, series = "power", {c: _series(history, c, _power) for c in busy}
+            gap = th.imbalance_power_gap_pct
+        levels = _levels(busy, series, th)
+        found = None if levels is None else _find(levels, series, gap, th, seconds)
+        if found is None or levels is None:
             continue
-        waiters, high, levels, stretches = found
+        waiters, high, stretches = found
         others = [c for c in group if c not in high]
         return Lag(group, high, others, "collective", basis, levels, waiters, grouping,
                    seconds, stretches, polls, label, utils)

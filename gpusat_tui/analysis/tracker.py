@@ -233,15 +233,19 @@ class VerdictTracker:
 
     def _history_start(self) -> int:
         """Index of the first frame the duration rules read (imbalance persistence, stall
-        duration): the last ``history_s`` (at least ``stall_min_s``) seconds."""
+        duration): the last ``history_s`` (at least ``stall_min_s``) seconds, reaching back
+        to the last poll at or before that horizon, so that polls a little more than a
+        second apart still give a stall of ``stall_min_s``."""
         if not self._frames:
             return 0
         th = self.thresholds
         horizon = self._frames[-1][1] - max(th.history_s, th.stall_min_s)
+        start = 0
         for index, entry in enumerate(self._frames):
-            if entry[1] >= horizon:
-                return index
-        return len(self._frames) - 1
+            if entry[1] > horizon:
+                break
+            start = index
+        return start
 
     # --- hysteresis -------------------------------------------------------------------------
 

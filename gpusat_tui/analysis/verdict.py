@@ -17,11 +17,16 @@ How a card is judged, in order (each step quotes the figures that decided it in 
    saturated, with the caveat in ``why``; on a tool without power it is judged on utilisation
    alone, also said in ``why``. Utilisation is a duty cycle (any running kernel counts), so
    power against cap is the better signal where it exists.
-5. ``starving``: anything else that holds VRAM. The ``cause`` comes from the host evidence:
-   ``input-bound`` (DataLoader workers pegged), ``io-bound`` (workers in disk-sleep, or host
-   iowait high), ``host-bound`` (the trainer pegged while workers are not),
-   ``light-kernels`` (utilisation steadily high but power low, with no host bottleneck: small
-   kernels keep the duty cycle up without doing much work), or ``unknown``.
+5. ``stalled``: VRAM held, no utilisation, the trainer and its workers at ~0 % CPU and no
+   disk waits, for at least ``stall_min_s`` (read over the history, see below): a hung
+   collective, a deadlock, a paused process, a checkpoint stuck on storage.
+6. ``starving``: anything else that holds VRAM. The ``cause`` comes from the evidence
+   (`causes`; measured findings outrank inferred ones): ``input-bound`` (DataLoader workers
+   pegged, or asking for a full core once their time queued for a CPU is added),
+   ``io-bound`` (workers in disk-sleep, or host iowait high), ``host-bound`` (the trainer
+   pegged while workers are not), ``light-kernels`` (utilisation steadily high but power low,
+   with no host bottleneck: small kernels keep the duty cycle up without doing much work), or
+   ``unknown``; ``collective-wait`` is set by the job rules.
 
 Medians, not means, decide: one dip or one spike in a short window does not change a verdict,
 and a window that is two thirds new evidence already reads as the new state (this is what lets
@@ -33,8 +38,15 @@ every card: the common single-job machine. Two unrelated jobs on one machine wit
 would then share their host evidence; the ``why`` lines show the figures used so this is visible.
 
 The job verdict is ``imbalanced`` when cards of one job (cards sharing a trainer; or, when every
-trainer drives one card as in DDP, all cards that hold memory) have one lagging far behind the
-others; otherwise it summarises the cards.
+trainer drives one card as in DDP, all cards that hold memory) have one holding the others back,
+persistently over the history (`job`): then the straggler's own badge is ``imbalanced`` too,
+and cards waiting for it in a collective are ``starving``/``collective-wait``. Otherwise the
+job takes the most severe of its cards' kinds (`job.SEVERITY`).
+
+History: `judge_prepared` takes ``context``, a number of frames before the window that only the
+rules measuring a duration read (imbalance persistence, stall duration): the tracker judges
+kinds on a 3-poll recent window, and gives it the last ``Thresholds.history_s`` as history.
+`judge` uses the whole window for both.
 
 Where each part lives (this module is the small public entry and re-exports the names callers
 use):

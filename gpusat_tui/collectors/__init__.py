@@ -22,6 +22,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "xpu_smi",
     "mthreads_gmi",
     "birensmi",
+    "hl_smi",
 )
 
 

@@ -35,7 +35,8 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
         mem = f"{whole(c.mem_used_mib, 'MiB')} / {whole(c.mem_total_mib, 'MiB')}"
         pct = (NA if c.mem_used_mib is None or not c.mem_total_mib
                else f"{round(100 * c.mem_used_mib / c.mem_total_mib)}%")
-        lines.append(f"| {c.index:>3}  {c.name[:16]:<16}    N/A  | 0000:{0x33 + c.index:02x}:00.0     N/A "
+        bus = f"0000:{0x33 + c.index:02x}:00.0"
+        lines.append(f"| {c.index:>3}  {c.name[:16]:<16}    N/A  | {bus}     N/A "
                      f"|                   0  |")
         lines.append(f"| N/A  {whole(c.temp_c, 'C'):>4}   P0 {power:>12}  | {mem:>20} "
                      f"| {whole(c.util_pct, '%'):>6}  {pct:>12} |")
@@ -48,7 +49,7 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     for c in cards:
         procs = [p for p in processes if p.card_index == c.index]
         if not procs:
-            lines.append(f"| {c.index:>3}        N/A   N/A    N/A                                      N/A        |")
+            lines.append(f"| {c.index:>3}        N/A   N/A    N/A" + " " * 38 + "N/A        |")
         for p in procs:
             lines.append(f"| {c.index:>3}  {p.pid:>10}     C   {p.name[:15]:<39}"
                          f"{whole(p.mem_mib, 'MiB'):<11}|")

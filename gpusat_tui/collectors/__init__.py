@@ -23,6 +23,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "mthreads_gmi",
     "birensmi",
     "hl_smi",
+    "ixsmi",
 )
 
 

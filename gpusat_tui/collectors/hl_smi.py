@@ -31,6 +31,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
     mem_pair,
     power_pair,
+    sentinel_to_none,
 )
 from gpusat_tui.model import CardProcess, CardReading
 
@@ -40,8 +41,6 @@ _VERSION_RE = re.compile(r"HL-SMI Version:\s*(\S+)")
 _BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 _PERF_RE = re.compile(r"^P\d+$")
 _FLAGS = {"n/a", "on", "off"}
-#: 65535 W (0xFFFF) is what a card in a broken state reports: not a reading.
-SENTINELS = {65535.0, 65534.0}
 
 #: Fields of the ``-Q`` enrichment, in the order all-smi asks them (seen on 1.22.1).
 QUERY_FIELDS = (
@@ -51,8 +50,7 @@ QUERY_FIELDS = (
 
 
 def _figure(token: str | None) -> float | None:
-    value = num(token)
-    return None if value in SENTINELS else value
+    return sentinel_to_none(num(token))
 
 
 def _card(block: list[list[str]]) -> CardReading | None:

@@ -19,7 +19,17 @@ __all__ = [
     "is_rule",
     "mem_pair",
     "power_pair",
+    "sentinel_to_none",
 ]
+
+#: What a card in a broken state reports instead of a reading (0xFFFF W: an Iluvatar BI-V100
+#: prints ``65535W / 250``). Never a real figure on any accelerator.
+SENTINELS = frozenset({65535.0, 65534.0, 4294967295.0})
+
+
+def sentinel_to_none(value: float | None) -> float | None:
+    """``value``, or None when it is one of `SENTINELS`."""
+    return None if value in SENTINELS else value
 
 _CELSIUS_RE = re.compile(r"^(-?\d+(?:\.\d+)?)C$")
 _FIG = r"(\d+(?:\.\d+)?|N/A|NA)"

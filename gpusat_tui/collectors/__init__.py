@@ -24,6 +24,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "birensmi",
     "hl_smi",
     "ixsmi",
+    "efsmi",
 )
 
 

@@ -25,6 +25,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "hl_smi",
     "ixsmi",
     "efsmi",
+    "mx_smi",
 )
 
 

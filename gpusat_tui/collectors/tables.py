@@ -35,7 +35,10 @@ _CELSIUS_RE = re.compile(r"^(-?\d+(?:\.\d+)?)C$")
 _FIG = r"(\d+(?:\.\d+)?|N/A|NA)"
 # "88W /  600W", "N/A / N/A", "97W / NA", "65535W / 250" (cap without its unit): a figure that is
 # a whole token on each side of the slash, so "N/A   22C   N/A  96W / 600W" reads 96 / 600.
-_POWER_PAIR_RE = re.compile(rf"(?:^|\s){_FIG}\s*W?\s*/\s*{_FIG}\s*W?(?=\s|$)")
+# The usage carries a W or is N/A, so a memory cell ("60982/65536 MiB") is never a power pair.
+_POWER_PAIR_RE = re.compile(
+    rf"(?:^|\s)(\d+(?:\.\d+)?\s*W|N/A|NA)\s*/\s*{_FIG}\s*W?(?=\s|$)"
+)
 # "768MiB /  98304MiB", "512Mib / 32768Mib", "858/65536 MiB" (used without its unit).
 _MEM_PAIR_RE = re.compile(rf"(?:^|\s){_FIG}\s*(?:Mi[Bb])?\s*/\s*{_FIG}\s*Mi[Bb]")
 
@@ -110,7 +113,7 @@ def box_blocks(
 def power_pair(cell: str) -> tuple[str, str] | None:
     """``(usage, cap)`` tokens of a ``Pwr:Usage/Cap`` cell, or None when it has no pair."""
     match = _POWER_PAIR_RE.search(cell)
-    return (match.group(1), match.group(2)) if match else None
+    return (match.group(1).rstrip("W ").strip(), match.group(2)) if match else None
 
 
 def mem_pair(cell: str) -> tuple[str, str] | None:

@@ -26,6 +26,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "ixsmi",
     "efsmi",
     "mx_smi",
+    "intel_xpu_smi",
 )
 
 

@@ -11,8 +11,9 @@ capture only; columns: 0 bus, 1 dev id, 4 temp °C, 8 power W, 17/18 memory used
 an older tool that refuses ``-m`` just loses those two figures.
 
 Intel's XPU Manager ships a tool also called ``xpu-smi`` (plain ``xpu-smi`` prints its help
-text; ``xpu-smi dump`` prints CSV). `identify` recognises Intel output so that it never becomes a
-Kunlunxin card, and the parsers refuse it with a ParseError naming Intel.
+text or, from v2.0, its own table; ``xpu-smi dump`` prints CSV). `identify` recognises Intel
+output so that it never becomes a Kunlunxin card, and the parsers refuse it with a ParseError
+naming Intel; Intel's cards are read by `intel_xpu_smi`, whose `identify` refuses ours.
 
 Each DevID is one card: a K200 board carries two logical devices (same PCI address and SN,
 ``/dev/xpu0`` and ``/dev/xpu1``), and each is what a training rank opens.

@@ -27,6 +27,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "efsmi",
     "mx_smi",
     "intel_xpu_smi",
+    "tpu_info",
 )
 
 

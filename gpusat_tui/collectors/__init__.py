@@ -28,6 +28,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "mx_smi",
     "intel_xpu_smi",
     "tpu_info",
+    "tt_smi",
 )
 
 

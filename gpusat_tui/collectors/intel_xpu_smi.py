@@ -18,8 +18,11 @@ empty cells are no figure).
 Kunlunxin's tool is also called ``xpu-smi``: `identify` says "not ours" only for recognisably
 Kunlunxin output (its ``XPU-RT Version`` banner, its ``DEVICES``/``DevID`` table, ``xpu_smi -m``
 lines), and Kunlunxin's collector does the same for Intel's, so neither ever reads the other's
-cards. The tool is named ``intel-xpu-smi`` here (override ``GPUSAT_TOOL_INTEL_XPU_SMI``) so its
-variable differs from Kunlunxin's ``GPUSAT_TOOL_XPU_SMI``.
+cards. Both are one group, Intel first: on an Intel box Kunlunxin's collector never runs the
+tool, on a Kunlunxin box this one asks once, says "not ours" and gives way (a box with both
+vendors' cards would see only the first that answers). The tool is named ``intel-xpu-smi`` here
+(override ``GPUSAT_TOOL_INTEL_XPU_SMI``) so its variable differs from Kunlunxin's
+``GPUSAT_TOOL_XPU_SMI``.
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ def is_kunlunxin(text: str) -> bool:
 def identify(text: str) -> bool:
     """False only for recognisably Kunlunxin output; garbage stays ours (a parse error)."""
     return not is_kunlunxin(strip_ansi(text))
+
+
+def _refuse_kunlunxin(text: str, view: str) -> None:
+    if is_kunlunxin(text):
+        raise ParseError(
+            f"{view}: this is Kunlunxin's xpu-smi, not Intel's XPU Manager; no Intel card "
+            "read from it"
+        )
 
 
 def _card(block: list[list[str]]) -> CardReading | None:
@@ -119,7 +130,9 @@ def _processes(lines: Sequence[str]) -> list[CardProcess]:
 
 def parse_default(text: str) -> ToolReading:
     """Parse plain ``xpu-smi`` (v2.0+ table) into cards and processes."""
-    lines = strip_ansi(text).splitlines()
+    text = strip_ansi(text)
+    _refuse_kunlunxin(text, "xpu-smi")
+    lines = text.splitlines()
     header_at = header_index(lines, "GPU", "Name", "Bus-Id")
     if header_at is None:
         if is_intel(text) and "Usage:" in text:
@@ -148,9 +161,11 @@ _DUMP_EXTRAS = {
 
 def parse_dump(text: str) -> ToolReading:
     """Parse ``xpu-smi dump`` CSV: the last row of each DeviceId wins (a dump may hold rounds)."""
+    text = strip_ansi(text)
+    _refuse_kunlunxin(text, "xpu-smi dump")
     header: list[str] | None = None
     rows: dict[int, dict[str, str]] = {}
-    for line in strip_ansi(text).splitlines():
+    for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
         if cells[:2] == ["Timestamp", "DeviceId"]:
             header = [c.lower() for c in cells]
@@ -258,5 +273,7 @@ SPECS: tuple[ToolSpec, ...] = (
             ),
         ),
         identify=identify,
+        group="xpu-smi",
+        priority=0,
     ),
 )

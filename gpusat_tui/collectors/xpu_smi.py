@@ -234,5 +234,8 @@ SPECS: tuple[ToolSpec, ...] = (
             Query(name="machine", args=("-m",), parse=parse_machine, optional=True),
         ),
         identify=identify,
+        # One group with Intel's collector (intel_xpu_smi), which asks first: see its docstring.
+        group="xpu-smi",
+        priority=1,
     ),
 )

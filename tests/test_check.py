@@ -189,7 +189,7 @@ def test_hanging_tool_is_killed_each_poll_and_the_run_keeps_its_duration(
 def test_exit_garbage_lost_card_and_refused_flag(fake_bin: FakeBin) -> None:
     spec = spec_named("hy-smi")
     first, lost = SCENARIO[0], [SCENARIO[2][0]]
-    pids = next(q for q in spec.queries if q.optional)
+    pids = next(q for q in spec.queries if q.name == "pids")
     fake_bin.add_for_spec(
         spec,
         [first, Step(mode="fail", exit_code=5, stderr="hy-smi: HCU driver not loaded"),

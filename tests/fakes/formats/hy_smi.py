@@ -52,12 +52,13 @@ def render_processes(
 def render_json(cards: Sequence[FakeCard]) -> str:
     """``hy-smi --showmeminfo vram --json`` as the BW-series tool prints it: one line, every value
     a string, and the commas after the first two power fields missing (samples/smi/hygon/
-    hy-smi-json-2xBW-malformed-missing-commas-98pct-vram-held.json.txt)."""
+    hy-smi-json-2xBW-malformed-missing-commas-98pct-vram-held.json.txt). No "Card Series": the
+    table names no card either, so a fake card stays nameless whichever view answers."""
     parts = []
     for c in cards:
         power = na_or(c.power_w, "{:.1f}")
         parts.append(
-            f'"card{c.index}": {{"Card Series": "BW", '
+            f'"card{c.index}": {{'
             f'"Average Graphics Package Power (W)": "{power}""Average GFX Core Power (W)": '
             f'"20.0""Average Memory Power (W)": "38.0", '
             f'"Temperature (Sensor edge) (C)": "{na_or(c.temp_c, "{:.1f}")}", '

@@ -9,7 +9,8 @@ figure we need, one call. Older releases (1.x) print their help text instead; th
 and the fallback ``xpu-smi dump -d -1 -m 0,1,2,3,4,5,18 -i 1 -n 1`` (the Slurm monitor's
 command line: one CSV sample of every device: util, power, frequency, core and memory
 temperature, memory util and used MiB) is used for the rest of the session. ``dump`` prints no
-memory size and no power cap, and a Max 1550 prints util ``N/A`` on every sample.
+memory size and no power cap, and a Max 1550 prints util ``N/A`` on every sample. ``-i 1``
+may make one call last about a second: never measured against the poll timeout on a card.
 
 Per-card enrichments, every few polls (see ``enrich_every``): ``discovery -d N`` (name, UUID,
 bus id, memory size) and ``stats -d N`` (temperature and used memory where ``dump`` has none;

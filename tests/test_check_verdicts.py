@@ -364,6 +364,22 @@ def test_more_busy_workers_than_cores_are_input_bound_by_run_delay(fake_bin: Fak
     assert any(w.startswith("the host is oversubscribed: workers wait for a CPU") for w in why), why
 
 
+def test_a_job_with_nothing_running_for_20_s_is_stalled(fake_bin: FakeBin) -> None:
+    """A real trainer and workers that sleep (0 % CPU) beside a card that holds its VRAM at
+    util 0: ``check`` says stalled once it has lasted ``stall_min_s`` (20 s: this test takes
+    about 22 s), with how long and the py-spy advice for the real PID."""
+    scenario = SCENARIOS["stalled"]
+    with busy_tree("--workers", "2", max_s=60.0) as tree:
+        spec = spec_named("nvidia-smi")
+        fake_bin.add_for_spec(spec, scenario_steps(scenario, range(30, 130)))
+        report = run_check(fake_bin, "--duration", "22", "--pid", str(tree.trainer))
+    assert report["verdict"] == "stalled", json.dumps(report["cards"], indent=1)
+    verdict = report["cards"][0]["verdict"]
+    assert verdict["kind"] == "stalled"
+    assert verdict["why"][0].startswith("stalled for at least 2"), verdict["why"]
+    assert any(f"py-spy dump --pid {tree.trainer}" in a for a in verdict["advice"])
+
+
 # --- a step change --------------------------------------------------------------------------
 
 

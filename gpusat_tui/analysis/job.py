@@ -96,7 +96,7 @@ class Lag:
     stretches: int
     polls: int
     label: str = "util"
-    #: Median utilisation of every card (for the collective pattern's lines).
+    #: Utilisation level of every card of the group (for the collective pattern's lines).
     utils: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -127,9 +127,10 @@ class Lag:
             )
         what, _ = _BASIS_WORDS[self.basis]
         waiting = ", ".join(f"{c} at {self._level(c)}" for c in self.waiters)
+        verbs = "reads busy but waits" if len(self.waiters) == 1 else "read busy but wait"
         return (
             f"the job waits for this card: it works at {self._level(card_id)} ({what}) "
-            f"while {waiting} read busy but wait in a collective"
+            f"while {waiting} {verbs} in a collective"
         )
 
     def waiter_line(self, card_id: str) -> str:
@@ -392,7 +393,8 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
         busy = ", ".join(f"{c} {pct(lag.utils[c])}" for c in group if c in lag.utils)
         why = [
             f"{slow} while {waiting} ({what}, {source}): every card reads busy ({lag.label} "
-            f"{busy}), but {', '.join(lag.waiters)} wait in a collective for "
+            f"{busy}), but {', '.join(lag.waiters)} "
+            f"{'waits' if len(lag.waiters) == 1 else 'wait'} in a collective for "
             f"{', '.join(stragglers)}, the straggler",
         ]
     why += [lag.held_line(), lag.grouping]

@@ -7,6 +7,7 @@ import pytest
 from gpusat_tui.collectors import npu_smi
 from gpusat_tui.collectors.base import ParseError, card_args
 from gpusat_tui.collectors.npu_smi import parse_info, parse_usages
+from gpusat_tui.collectors.npu_smi_watch import parse_watch
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
     assert_every_truncation_parses_or_is_refused,
@@ -259,5 +260,5 @@ def test_ansi_codes_around_the_table_are_ignored() -> None:
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
     assert_every_truncation_parses_or_is_refused(
-        read(name), (parse_info, parse_usages), "ascend"
+        read(name), (parse_info, parse_usages, parse_watch), "ascend"
     )

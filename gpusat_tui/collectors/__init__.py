@@ -22,6 +22,9 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "xpu_smi",
     "mthreads_gmi",
     "birensmi",
+    "tegrastats",
+    "neuron_monitor",
+    "neuron_ls",
 )
 
 

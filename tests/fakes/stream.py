@@ -120,3 +120,15 @@ def _write_run(folder: Path, run: Run, rng: random.Random) -> None:
     # Garbage without newlines except one at the end, so that it reads as one bad record.
     junk = bytes(b for b in (rng.randrange(256) for _ in range(400)) if b != 10)
     (folder / "garbage").write_bytes(junk + b"\n")
+
+
+def write_dispatch(path: Path, marker: str, stream: Path, calls: Path) -> None:
+    """``path`` runs the fake stream ``stream`` when its argv contains ``marker`` (``-lms``),
+    else the call-per-poll fake ``calls``: one executable with both modes, like nvidia-smi."""
+    path.write_text(f"""#!/bin/sh
+case " $* " in
+  *" {marker} "*) exec {shlex.quote(str(stream))} "$@" ;;
+  *) exec {shlex.quote(str(calls))} "$@" ;;
+esac
+""")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -318,3 +318,21 @@ async def test_a_pty_stream_is_read_line_by_line() -> None:
     assert record is not None and record.text == "TOY 0 1"
     runner.stop()
     assert zombie_children() == []
+
+
+async def test_the_monitor_cpu_counts_a_running_stream_child(fake_bin: FakeBin) -> None:
+    # A child that spins between records: its CPU is the monitor's cost too, though it is
+    # reaped only when it ends.
+    script = fake_bin.dir / "toy-stream"
+    script.write_text("#!/bin/sh\nwhile :; do echo 'TOY 0 5'; i=0;"
+                      " while [ $i -lt 20000 ]; do i=$((i+1)); done; done\n")
+    script.chmod(0o755)
+    src = source(fake_bin, stream_spec())
+    frames = [await src.poll_once()]
+    for _ in range(4):
+        await asyncio.sleep(0.2)
+        frames.append(await src.poll_once())
+    shown = [f.monitor_cpu_pct for f in frames[1:]]
+    assert all(pct is not None and pct > 20.0 for pct in shown), shown
+    await src.aclose()
+    await no_leftovers(fake_bin)

@@ -453,10 +453,16 @@ class LiveSource:
         """CPU % of this process and the tools it ran (reaped children) since the last poll.
 
         Same figures as os.times(), but getrusage counts microseconds where os.times counts
-        10 ms clock ticks (2 % of a 0.5 s interval: too coarse for a cost that small).
+        10 ms clock ticks (2 % of a 0.5 s interval: too coarse for a cost that small). A stream
+        child is reaped only when it ends, so the ones still running are added from /proc
+        (when a child is reaped its CPU moves from that sum into getrusage's: counted once).
         """
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = time.process_time() + children.ru_utime + children.ru_stime
+        for group in self._groups or []:
+            for state in group:
+                if state.runner is not None:
+                    cpu += state.runner.cpu_s()
         now = time.monotonic()
         previous, self._cpu_mark = self._cpu_mark, (cpu, now)
         if previous is None or now <= previous[1]:
@@ -697,9 +703,9 @@ class LiveSource:
         period = self._stream_period(stream)
         runner = state.runner or self._start_stream(state, stream)
         if not state.stream_ok and runner.exits == 0:
-            # Until a first good record: wait for one (up to a period), or for the child to
+            # Until a first good record: wait for one (up to 2.5 periods), or for the child to
             # exit (a usage text, a missing device), whichever comes first.
-            deadline = time.monotonic() + max(self.timeout, 1.5 * period)
+            deadline = time.monotonic() + max(self.timeout, 2.5 * period)
             while runner.exits == 0 and (left := deadline - time.monotonic()) > 0:
                 if runner.latest is not None:
                     self._parse_newest(state, stream, runner.latest)

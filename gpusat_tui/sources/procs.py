@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -58,17 +58,24 @@ _EXIT_POLL_S = 0.005
 _RUNNING: set[subprocess.Popen[bytes]] = set()
 
 
+#: Called first by `kill_running_tools`, each returning how many children it ended: the
+#: long-lived streams register here (`sources.streams`), so that they are stopped for good
+#: (no restart follows) rather than killed from under their runner.
+KILL_HOOKS: list[Callable[[], int]] = []
+
+
 def kill_running_tools() -> int:
-    """SIGKILL and reap every tool call in flight; returns how many there were.
+    """SIGKILL and reap every tool call in flight and every stream child; returns how many.
 
     For a front end about to exit on a signal (a closed tmux pane): each tool leads its own
     session, so nothing else would stop a hung one. Synchronous, so it is done before any
     shutdown step that could block.
     """
+    stopped = sum(hook() for hook in KILL_HOOKS)
     running = list(_RUNNING)
     for proc in running:
         _kill_and_reap(proc)
-    return len(running)
+    return stopped + len(running)
 
 
 def _kill_and_reap(proc: subprocess.Popen[bytes]) -> None:

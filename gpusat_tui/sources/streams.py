@@ -45,6 +45,7 @@ RESET_AFTER_S = 30.0
 SETTLE_S = 0.05
 #: Stderr kept for the exit message.
 STDERR_KEEP = 4096
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 #: Every stream not yet stopped, for `stop_all_streams` (interpreter exit, a dying front end).
 _STREAMS: set[ToolStream] = set()
@@ -70,6 +71,7 @@ def stop_all_streams() -> int:
 
 
 atexit.register(stop_all_streams)
+procs.KILL_HOOKS.append(stop_all_streams)
 
 
 def _describe_exit(returncode: int) -> str:
@@ -200,6 +202,23 @@ class ToolStream:
         self._end_child(kill=True)
         self._child_ended(f"printed nothing for {quiet:.0f} s; killed", "timeout")
         return True
+
+    def cpu_s(self) -> float:
+        """CPU seconds the running child has used, with the children it reaped (Linux /proc:
+        the leader's scheduler time in ns, its reaped children's in clock ticks); 0 when no
+        child runs or /proc cannot say."""
+        pid = self.pid
+        if pid is None:
+            return 0.0
+        try:
+            with open(f"/proc/{pid}/schedstat", "rb") as fh:
+                own = int(fh.read().split()[0]) / 1e9
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, ValueError, IndexError):
+            return 0.0
+        # After the ")" ending the command name: field 3 is fields[0]; cutime/cstime are 16/17.
+        return own + (int(fields[13]) + int(fields[14])) / _CLK_TCK
 
     def silent_for(self) -> float:
         """Seconds since the current child printed its last line (or started)."""

@@ -122,7 +122,7 @@ def test_monitor_runtime_error_is_a_note_and_odd_values_are_no_figures() -> None
     odd["error"] = "\x1b[31mruntime crashed\x1b[0m"
     reading = parse_neuron_monitor(report_with([odd, "junk"]))  # type: ignore[list-item]
     assert [(c.index, c.util_pct, c.mem_used_mib) for c in reading.cards] == [(0, None, None)]
-    assert reading.notes[0].startswith("neuron-monitor: runtime 5:")
+    assert reading.notes[0] == "neuron-monitor: runtime 5: runtime crashed"
 
 
 @pytest.mark.parametrize("text", ["", "[]", '{"other": 1}', "neuron-monitor: not found",

@@ -8,8 +8,9 @@ attaches them by tool name (`loop_stream`); whether each one is the default was 
 * ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N``: one csv row per GPU per
   sample, no header, parsed by `nvidia_smi.parse_query_gpu`, a sample ending when a GPU index
   repeats or the output pauses. Default (cheaper than a call per poll, and a real nvidia-smi
-  call also pays a driver initialisation every time). Untested against a real nvidia-smi: its
-  pipe buffering in loop mode is assumed line by line.
+  call also pays a driver initialisation every time). Read through a pty: whether nvidia-smi
+  flushes each sample into a pipe is not verified, and samples arriving 4 KiB at a time would
+  read as a tool going quiet. Untested against a real nvidia-smi.
 * ``npu-smi info watch``: header once, one row per chip per sample (`npu_smi_watch`). Not the
   default: the watch view has Memory(%) but no HBM MiB, no names or bus ids, so it would lose
   figures the default view has. Read through a pty (its users run it under ``stdbuf -oL``).
@@ -40,6 +41,7 @@ LOOP_STREAMS: dict[str, Stream] = {
         args=(*nvidia_smi.QUERY_GPU_ARGS, "-lms", "{interval_ms}"),
         parse=nvidia_smi.parse_query_gpu,
         framer=_nvidia_rows,
+        pty=True,
         preferred=True,
     ),
     npu_smi_watch.TOOL: npu_smi_watch.WATCH_STREAM,

@@ -106,7 +106,7 @@ def parse_neuron_monitor(text: str) -> ToolReading:
         pid = runtime.get("pid")
         body = runtime.get("report")
         if isinstance(runtime.get("error"), str) and runtime["error"]:
-            notes.append(f"neuron-monitor: runtime {pid}: {runtime['error'][:160]}")
+            notes.append(f"neuron-monitor: runtime {pid}: {strip_ansi(runtime['error'])[:160]}")
         if not isinstance(body, dict):
             continue
         counters = body.get("neuroncore_counters")

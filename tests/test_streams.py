@@ -336,3 +336,41 @@ async def test_the_monitor_cpu_counts_a_running_stream_child(fake_bin: FakeBin) 
     assert all(pct is not None and pct > 20.0 for pct in shown), shown
     await src.aclose()
     await no_leftovers(fake_bin)
+
+
+async def test_a_slow_first_record_is_waited_for(fake_bin: FakeBin) -> None:
+    write_fake_stream(fake_bin.dir / "toy-stream", [Run(records=["TOY 0 33"], delay=0.4)])
+    src = source(fake_bin, stream_spec())
+    frame = await src.poll_once()
+    assert utils(frame) == [33.0] and frame.errors == []
+    await src.aclose()
+    await no_leftovers(fake_bin)
+
+
+async def test_npu_smi_watch_opted_in_streams_its_rows_through_a_pty(fake_bin: FakeBin) -> None:
+    from gpusat_tui.collectors import all_specs
+    from tests.fakes import FakeCard
+    from tests.fakes.formats import npu_smi_watch as watch_fmt
+    from tests.fakes.stream import write_dispatch
+
+    spec = next(s for s in all_specs() if s.tool == "npu-smi")
+    cards = [FakeCard(index=i, util_pct=20.0 + i, mem_used_mib=1000.0, mem_total_mib=65536.0,
+                      power_w=100.0 + i, temp_c=40.0) for i in range(4)]
+    stream = write_fake_stream(fake_bin.dir / "npu-smi-watch", [Run(records=[
+        watch_fmt.render_sample(cards), watch_fmt.render_sample(cards, header=False),
+    ], period=0.2)])
+    calls = fake_bin.add_for_spec(spec, [cards], name="npu-smi-calls")
+    write_dispatch(fake_bin.dir / "npu-smi", "watch", stream.path, calls.path)
+    src = source(fake_bin, spec, streams=True)
+    frames = [await src.poll_once()]
+    for _ in range(3):
+        await asyncio.sleep(0.2)
+        frames.append(await src.poll_once())
+    for frame in frames:
+        assert [(c.index, c.util_pct, c.power_w) for c in frame.cards] == [
+            (i, 20.0 + i, 100.0 + i) for i in range(4)
+        ]
+        assert frame.errors == []
+    assert stream.starts() == 1 and calls.calls(("info",)) == 0
+    await src.aclose()
+    await no_leftovers(fake_bin)

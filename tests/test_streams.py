@@ -18,7 +18,7 @@ import pytest
 from gpusat_tui.collectors.base import ParseError, Query, Stream, ToolReading, ToolSpec
 from gpusat_tui.collectors.records import LineRecords, RowGroups
 from gpusat_tui.model import CardReading, Frame
-from gpusat_tui.sources import live, procs, streams
+from gpusat_tui.sources import live, procs, stream_poll, streams
 from gpusat_tui.sources.live import LiveSource
 from gpusat_tui.sources.streams import ToolStream
 from tests.conftest import leftover_processes, zombie_children
@@ -55,7 +55,7 @@ def source(fake_bin: FakeBin, *specs: ToolSpec, **kw: object) -> LiveSource:
 
 @pytest.fixture(autouse=True)
 def _quick_restarts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(live, "STREAM_FIRST_BACKOFF_S", 0.1)
+    monkeypatch.setattr(stream_poll, "STREAM_FIRST_BACKOFF_S", 0.1)
     yield
     # A test that failed half-way must not leave its children to the next one.
     streams.stop_all_streams()
@@ -173,7 +173,7 @@ async def test_a_child_that_keeps_exiting_is_restarted_with_growing_waits(
 async def test_a_quiet_child_leaves_its_last_record_stale_then_is_killed_and_restarted(
     fake_bin: FakeBin, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(live, "STREAM_SILENT_RESTART_S", 1.5)
+    monkeypatch.setattr(stream_poll, "STREAM_SILENT_RESTART_S", 1.5)
     fake = write_fake_stream(fake_bin.dir / "toy-stream", [
         Run(records=["TOY 0 10"], then="hang"),
         Run(records=["TOY 0 40"]),
@@ -333,7 +333,10 @@ async def test_the_monitor_cpu_counts_a_running_stream_child(fake_bin: FakeBin) 
         await asyncio.sleep(0.2)
         frames.append(await src.poll_once())
     shown = [f.monitor_cpu_pct for f in frames[1:]]
-    assert all(pct is not None and pct > 20.0 for pct in shown), shown
+    # Without the child, this process alone shows ~1 %; the spinning child gets far more
+    # than 5 % of a core even on a loaded machine.
+    assert all(pct is not None for pct in shown), shown
+    assert sum(shown) / len(shown) > 5.0, shown  # type: ignore[arg-type]
     await src.aclose()
     await no_leftovers(fake_bin)
 

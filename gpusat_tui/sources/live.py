@@ -40,7 +40,6 @@ from typing import Protocol
 
 from gpusat_tui.collectors.base import (
     Query,
-    Stream,
     ToolReading,
     ToolSpec,
     card_args,
@@ -60,12 +59,14 @@ from gpusat_tui.model import (
 from gpusat_tui.sources.procs import (
     MAX_OUTPUT_BYTES,
     RunResult,
+    ToolFailed,
+    ToolRefused,
     _Timeout,
     _TooMuch,
     kill_running_tools,
     run_tool,
 )
-from gpusat_tui.sources.streams import Record, ToolStream
+from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 
 __all__ = [
     "DEFAULT_ENRICH_EVERY",
@@ -102,12 +103,6 @@ class ProcessMonitorLike(Protocol):
 
 #: The most polls a tool that keeps hanging is left alone for (see `LiveSource._back_off`).
 MAX_SKIP_POLLS = 16
-#: A stream record older than this many periods (intervals) is stale: the tool went quiet.
-STREAM_QUIET_PERIODS = 3.0
-#: A stream child silent this long is killed and restarted (see `sources.streams`).
-STREAM_SILENT_RESTART_S = 30.0
-#: First wait before restarting a stream child that exited (doubles up to 30 s).
-STREAM_FIRST_BACKOFF_S = 1.0
 
 
 # --- per-tool session state ------------------------------------------------------------------
@@ -155,16 +150,10 @@ class _ToolState:
     hang_error: ToolError | None = None
     #: Query name -> that process-list query's last answer, used again while it is skipped.
     process_last: dict[str, ToolReading] = field(default_factory=dict)
-    #: The streaming mode in use (it replaces the required queries), its running child, the
-    #: seq of the record parsed last and what it said, and when that record arrived.
-    stream: Stream | None = None
-    runner: ToolStream | None = None
-    stream_seq: int = -1
-    stream_parsed: ToolReading | _Refused | None = None
+    #: The stream in use (it replaces the required queries; `sources.stream_poll`), and when
+    #: the record this poll read arrived.
+    stream: StreamPoll | None = None
     stream_t_read: float | None = None
-    #: Child exits already said in a note; whether any record parsed this session.
-    stream_exits_said: int = 0
-    stream_ok: bool = False
 
 
 def _size(n: int) -> str:
@@ -183,21 +172,10 @@ def _first_line(text: str, limit: int = 160) -> str:
     return ""
 
 
-class _Refused(Exception):
-    """The tool answered but not with anything we understand (non-zero exit or ParseError)."""
-
-    def __init__(self, message: str, kind: str, raw: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.raw = raw
-
-
-class _Failed(Exception):
-    """The tool did not answer (timeout, overflow, cannot start)."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+#: The tool answered but not with anything we understand (non-zero exit or ParseError).
+_Refused = ToolRefused
+#: The tool did not answer (timeout, overflow, cannot start, a stream gone quiet).
+_Failed = ToolFailed
 
 
 class LiveSource:
@@ -276,30 +254,17 @@ class LiveSource:
                 continue
             required = [q for q in spec.queries if not q.optional]
             optional = [q for q in spec.queries if q.optional]
+            stream = stream_for(spec, required, self.streams)
             states.setdefault(spec.group or spec.tool, []).append(
                 _ToolState(spec=spec, exe=exe, required=required, optional=optional,
-                           stream=self._stream_for(spec, required))
+                           stream=StreamPoll(spec.tool, exe, stream, self.interval,
+                                             self.timeout) if stream is not None else None)
             )
             self.tools[spec.tool] = exe
         self._groups = list(states.values())
         if not self.tools:
             raise ToolMissing(self.missing_message())
         return dict(self.tools)
-
-    def _stream_for(self, spec: ToolSpec, required: Sequence[Query]) -> Stream | None:
-        """The stream this tool is read through, if any (see ``streams``)."""
-        stream = spec.stream
-        if stream is None:
-            from gpusat_tui.collectors.loops import loop_stream
-
-            stream = loop_stream(spec.tool)
-        if stream is None or spec.reader is not None:
-            return None
-        if not required:
-            return stream  # its only way to be read
-        if self.streams is None:
-            return stream if stream.preferred else None
-        return stream if self.streams else None
 
     def _probe_reader(self, spec: ToolSpec) -> bool:
         """An in-process reader (NVML) is "found" when its library loads."""
@@ -433,9 +398,8 @@ class LiveSource:
         """Kill and reap every stream child (synchronous: nothing can interrupt it)."""
         for group in self._groups or []:
             for state in group:
-                if state.runner is not None:
-                    state.runner.stop()
-                    state.runner = None
+                if state.stream is not None:
+                    state.stream.stop()
 
     def _get_monitor(self) -> ProcessMonitorLike | None:
         if not self._monitor_loaded:
@@ -461,8 +425,8 @@ class LiveSource:
         cpu = time.process_time() + children.ru_utime + children.ru_stime
         for group in self._groups or []:
             for state in group:
-                if state.runner is not None:
-                    cpu += state.runner.cpu_s()
+                if state.stream is not None:
+                    cpu += state.stream.cpu_s()
         now = time.monotonic()
         previous, self._cpu_mark = self._cpu_mark, (cpu, now)
         if previous is None or now <= previous[1]:
@@ -487,9 +451,8 @@ class LiveSource:
                 res.notes = notes + res.notes
                 return res
             group.pop(0)
-            if state.runner is not None:
-                state.runner.stop()
-                state.runner = None
+            if state.stream is not None:
+                state.stream.stop()
             self.tools.pop(state.spec.tool, None)
             notes.extend(res.notes)
             if not group:
@@ -659,113 +622,6 @@ class LiveSource:
             what = f"its output starts {_first_line(text, 80)!r}"
         return f"{state.exe} is not {spec.vendor}'s {spec.tool}: {what}; ignored"
 
-    def _stream_period(self, stream: Stream) -> float:
-        return max(self.interval, stream.min_period_s)
-
-    def _fill(self, text: str, period: float) -> str:
-        """``{interval_ms}`` / ``{interval_s}`` of a stream's argv or config."""
-        return text.replace("{interval_ms}", str(max(1, round(period * 1000)))).replace(
-            "{interval_s}", str(max(1, round(period)))
-        )
-
-    def _start_stream(self, state: _ToolState, stream: Stream) -> ToolStream:
-        period = self._stream_period(stream)
-        runner = ToolStream(
-            [state.exe, *(self._fill(a, period) for a in stream.args)],
-            stream.framer,
-            use_pty=stream.pty,
-            config=self._fill(stream.config, period) if stream.config is not None else None,
-            cap=MAX_OUTPUT_BYTES,
-            silent_restart_s=max(STREAM_SILENT_RESTART_S, 2 * STREAM_QUIET_PERIODS * period),
-            first_backoff_s=STREAM_FIRST_BACKOFF_S,
-        )
-        try:
-            runner.start()
-        except PermissionError as exc:
-            raise _Failed(f"cannot run {state.exe}: {exc.strerror}", "denied") from None
-        except OSError as exc:
-            raise _Failed(f"cannot run {state.exe}: {exc.strerror or exc}", "missing") from None
-        state.runner = runner
-        return runner
-
-    async def _read_stream(self, state: _ToolState, res: _Poll) -> ToolReading | None:
-        """The newest record of the tool's stream, parsed (once per record).
-
-        Raises `_Failed` when there is no fresh record (none yet, the child exited, it went
-        quiet: the last cards then stand in, stale with the record's age) and `_Refused` when
-        the newest record is garbage. Returns None when a loop mode is refused before its
-        first record (an older tool without ``-lms``): the caller then calls the tool's
-        required queries, for the rest of the session.
-        """
-        stream = state.stream
-        assert stream is not None
-        tool = state.spec.tool
-        period = self._stream_period(stream)
-        runner = state.runner or self._start_stream(state, stream)
-        if not state.stream_ok and runner.exits == 0:
-            # Until a first good record: wait for one (up to 2.5 periods), or for the child to
-            # exit (a usage text, a missing device), whichever comes first.
-            deadline = time.monotonic() + max(self.timeout, 2.5 * period)
-            while runner.exits == 0 and (left := deadline - time.monotonic()) > 0:
-                if runner.latest is not None:
-                    self._parse_newest(state, stream, runner.latest)
-                    if state.stream_ok:
-                        break
-                await runner.wait_record(left)
-        runner.check_silence()
-        record = runner.latest
-        if record is not None:
-            self._parse_newest(state, stream, record)
-        if runner.exits and state.required and not state.stream_ok and not state.answered:
-            runner.stop()
-            state.runner = state.stream = None
-            res.notes.append(
-                f"{tool} {stream.name} ended before its first record ({runner.exit_message});"
-                " calling it every poll instead"
-            )
-            return None
-        restart = ""
-        if runner.restart_at is not None:
-            restart = f"; restarting it in {max(0.0, runner.restart_at - runner.clock()):.1f} s"
-        if record is None:
-            if runner.exits:
-                raise _Failed(f"{tool} {runner.exit_message}{restart}", runner.exit_kind)
-            raise _Failed(f"{tool} printed no record within {self.timeout:.1f} s", "timeout")
-        if runner.exits > state.stream_exits_said:
-            state.stream_exits_said = runner.exits
-            res.notes.append(f"{tool} {runner.exit_message}{restart}")
-        age = max(0.0, runner.clock() - record.at)
-        if age > STREAM_QUIET_PERIODS * period:
-            if not runner.running and runner.exit_message:
-                raise _Failed(f"{tool} {runner.exit_message}{restart}", runner.exit_kind)
-            raise _Failed(f"{tool} printed no record for {age:.1f} s", "timeout")
-        parsed = state.stream_parsed
-        if isinstance(parsed, _Refused):
-            raise parsed
-        assert parsed is not None
-        state.stream_t_read = self.clock() - age
-        return parsed
-
-    def _parse_newest(self, state: _ToolState, stream: Stream, record: Record) -> None:
-        """Parse ``record`` unless it was parsed already (one parse per record, not per poll)."""
-        if record.seq == state.stream_seq:
-            return
-        state.stream_seq = record.seq
-        state.stream_parsed = self._parse_record(state.spec.tool, stream, record.text)
-        if isinstance(state.stream_parsed, ToolReading):
-            state.stream_ok = True
-
-    @staticmethod
-    def _parse_record(tool: str, stream: Stream, text: str) -> ToolReading | _Refused:
-        try:
-            return stream.parse(text)
-        except ParseError as exc:
-            return _Refused(f"{tool}: {exc}", "parse", raw=text)
-        except Exception as exc:  # a parser bug must not take the poll down either
-            return _Refused(
-                f"{tool}: parser failed ({type(exc).__name__}: {exc})", "parse", raw=text
-            )
-
     async def _run_required(self, state: _ToolState, index: int) -> ToolReading:
         query = state.required[index]
         try:
@@ -802,10 +658,13 @@ class LiveSource:
                 state.process_wait = self.enrich_every - 1
         state.stream_t_read = None
         if state.stream is not None:
-            stream_reading = await self._read_stream(state, res)
+            may_fall_back = bool(state.required) and not state.answered
+            stream_reading = await state.stream.read(res.notes, may_fall_back)
             if stream_reading is not None:
+                state.stream_t_read = self.clock() - state.stream.age
                 required_calls = [_ready(stream_reading)]
             else:  # the loop mode was refused: back to one call per poll, for the session
+                state.stream = None
                 required_calls = [self._run_required(state, i) for i in range(len(state.required))]
         else:
             required_calls = [self._run_required(state, i) for i in range(len(state.required))]

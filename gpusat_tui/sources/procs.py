@@ -21,6 +21,8 @@ from dataclasses import dataclass
 __all__ = [
     "MAX_OUTPUT_BYTES",
     "RunResult",
+    "ToolFailed",
+    "ToolRefused",
     "kill_running_tools",
     "run_tool",
 ]
@@ -36,6 +38,23 @@ class RunResult:
     returncode: int
     stdout: str
     stderr: str
+
+
+class ToolRefused(Exception):
+    """The tool answered but not with anything we understand (non-zero exit or ParseError)."""
+
+    def __init__(self, message: str, kind: str, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.raw = raw
+
+
+class ToolFailed(Exception):
+    """The tool did not answer (timeout, overflow, cannot start, a stream gone quiet)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class _Timeout(Exception):

@@ -13,6 +13,10 @@ Nothing a tool does can crash the monitor or leave a process behind:
   with a note;
 * tools of one ``group`` (hy-smi / amd-smi / rocm-smi on a DCU box; NVML / nvidia-smi) see the
   same cards, so only the first one that is found *and answers* is used.
+* a tool read as a stream (`collectors.base.Stream`: tegrastats, neuron-monitor, nvidia-smi's
+  ``-lms``) keeps one child for the session (`sources.streams`); each poll takes its newest
+  record (`sources.stream_poll`) in place of the required calls, and a quiet or exited stream
+  is carried over stale like a failed call.
 
 Costs: one fork+exec per query per interval (a few ms of CPU for a C tool); the figures are
 in ``Frame.monitor_cpu_pct`` so the monitor's own cost is always on screen. Per-card

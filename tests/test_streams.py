@@ -377,3 +377,19 @@ async def test_npu_smi_watch_opted_in_streams_its_rows_through_a_pty(fake_bin: F
     assert stream.starts() == 1 and calls.calls(("info",)) == 0
     await src.aclose()
     await no_leftovers(fake_bin)
+
+
+async def test_a_child_that_closes_its_output_but_lingers_is_killed() -> None:
+    runner = ToolStream(["/bin/sh", "-c", "echo 'TOY 0 1'; exec 1>&-; exec sleep 600"],
+                        LineRecords, first_backoff_s=60.0)
+    runner.start()
+    pid = runner.pid
+    await runner.wait_record(3.0)
+    await runner.wait_record(3.0)  # then the end of its output
+    assert runner.latest is not None and runner.latest.text == "TOY 0 1"
+    assert runner.exits == 1 and runner.exit_message == "closed its output"
+    assert not runner.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # type: ignore[arg-type]
+    runner.stop()
+    assert zombie_children() == []

@@ -25,6 +25,13 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "tegrastats",
     "neuron_monitor",
     "neuron_ls",
+    "hl_smi",
+    "ixsmi",
+    "efsmi",
+    "mx_smi",
+    "intel_xpu_smi",
+    "tpu_info",
+    "tt_smi",
 )
 
 

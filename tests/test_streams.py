@@ -269,6 +269,26 @@ async def test_a_refused_loop_mode_falls_back_to_calls_for_the_session(
     await no_leftovers(fake_bin)
 
 
+async def test_a_silent_loop_mode_falls_back_to_calls_for_the_session(
+    fake_bin: FakeBin,
+) -> None:
+    """A loop mode that runs but never prints (output buffered in a pipe) gives way to calls."""
+    real = fake_bin.add("toy-calls", toy_render, [[card(0, 55)]])
+    wrapper = fake_bin.dir / "toy-stream"
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1" = "--every" ]; then exec sleep 60; fi\nexec {real.path} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    src = source(fake_bin, stream_spec(queries=(MAIN,)), timeout=0.5)
+    frames = [await src.poll_once() for _ in range(3)]
+    assert [utils(f) for f in frames] == [[55.0]] * 3
+    assert any("printed no record within" in n and "calling it every poll instead" in n
+               for n in frames[0].notes), frames[0].notes
+    assert all(f.errors == [] for f in frames)
+    await src.aclose()
+    await no_leftovers(fake_bin)
+
+
 async def test_streams_off_calls_a_tool_that_has_a_call_mode(fake_bin: FakeBin) -> None:
     tool = fake_bin.add("toy-stream", toy_render, [[card(0, 55)]],
                         arg_lists=[(), ("--every", "200")])

@@ -143,6 +143,15 @@ class StreamPoll:
                 " calling it every poll instead"
             )
             return None
+        if record is None and may_fall_back and not self._ok:
+            # A loop mode that runs but prints nothing (it may buffer its output when not on
+            # a terminal; never verified on every driver): the calls still work, use them.
+            self.stop()
+            notes.append(
+                f"{tool} {stream.name} printed no record within "
+                f"{max(self.timeout, 2.5 * self.period):.1f} s; calling it every poll instead"
+            )
+            return None
         restart = ""
         if runner.restart_at is not None:
             restart = f"; restarting it in {max(0.0, runner.restart_at - runner.clock()):.1f} s"

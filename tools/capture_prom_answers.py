@@ -9,7 +9,6 @@ matches nothing, and a query the server refuses. Run from the repository root:
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time
@@ -20,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpusat_tui.sources.fleet import HISTORY_FIGURES, instant_query, selector  # noqa: E402
-from tests.prom.hosts import fake_host, start_exporter  # noqa: E402
-from tests.prom.server import prometheus  # noqa: E402
+from gpusat_tui.sources.fleet import HISTORY_FIGURES, instant_query, selector
+from tests.prom.hosts import fake_host, start_exporter
+from tests.prom.server import prometheus
 
 OUT = Path(__file__).resolve().parents[1] / "samples" / "prometheus"
 

@@ -116,7 +116,10 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_probe_data_wait_ratio", "gauge", _PROBE,
               "Share of the step spent waiting for the next batch (from the in-process probe)"),
     MetricDef("gpusat_probe_data_wait_seconds_total", "counter", _PROBE,
-              "Time spent waiting for batches, integrated over the polls (probe)"),
+              "Time spent waiting for batches: the probe's own cumulative figure (exact), "
+              "else the share integrated over the polls"),
+    MetricDef("gpusat_probe_steps_total", "counter", _PROBE,
+              "Training steps since the probe started (rate() is steps per second)"),
     MetricDef("gpusat_probe_step_seconds", "gauge", _PROBE, "Duration of one step (probe)"),
     MetricDef("gpusat_probe_samples_per_second", "gauge", _PROBE,
               "Training samples per second (probe)"),
@@ -343,8 +346,11 @@ class ExportCollector(Collector):
             labels = [host, str(probe.pid), "" if rank is None else str(rank), card]
             put("gpusat_probe_data_wait_ratio", labels,
                 _share(getattr(probe, "data_wait_pct", None)))
+            exact = getattr(probe, "data_wait_s", None)
             put("gpusat_probe_data_wait_seconds_total", labels,
-                snap.data_wait_s.get((probe.pid, card)))
+                exact if exact is not None else snap.data_wait_s.get((probe.pid, card)))
+            steps = getattr(probe, "steps", None)
+            put("gpusat_probe_steps_total", labels, None if steps is None else float(steps))
             step_ms = getattr(probe, "step_ms", None)
             put("gpusat_probe_step_seconds", labels, None if step_ms is None else step_ms / 1e3)
             put("gpusat_probe_samples_per_second", labels, getattr(probe, "samples_per_s", None))

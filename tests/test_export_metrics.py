@@ -24,6 +24,7 @@ from gpusat_tui.model import (
     CardReading,
     Frame,
     HostSample,
+    ProbeSample,
     ProcessSample,
     ToolError,
     Verdict,
@@ -196,25 +197,32 @@ def test_label_values_with_quotes_and_newlines_survive_the_exposition() -> None:
     assert sample.labels["name"] == 'A "quoted"\\ name\n'
 
 
-def test_probe_figures_when_the_frame_carries_probes() -> None:
-    if "probes" not in Frame.model_fields:
-        pytest.skip("Frame.probes is not on this branch yet (model commit from the probe work)")
-    from gpusat_tui.model import ProbeSample  # type: ignore[attr-defined]
-
-    probe = ProbeSample.model_validate({  # type: ignore[attr-defined]
+def probe(**kw: object) -> ProbeSample:
+    values: dict[str, object] = {
         "pid": 4242, "rank": 1, "local_rank": 1, "world_size": 2, "device_index": 0,
         "card_id": "nvidia:0", "data_wait_pct": 40.0, "step_ms": 250.0, "batches_per_s": 4.0,
-        "samples_per_s": 128.0, "batches": 10, "steps": 10, "age_s": 0.1,
-    })
+        "samples_per_s": 128.0, "batches": 10, "steps": 12, "age_s": 0.1,
+    }
+    values.update(kw)
+    return ProbeSample.model_validate(values)
+
+
+def test_probe_figures_when_the_frame_carries_probes() -> None:
     state = ExportState(host="h", interval_s=1.0)
     for i in range(3):
-        state.update(Frame.model_validate({"t": T0 + i, "probes": [probe]}), Assessment())
+        state.update(Frame(t=T0 + i, probes=[probe()]), Assessment())
     samples = scrape(state)
     labels = {"pid": "4242", "rank": "1", "card": "nvidia:0"}
     assert one(samples, "gpusat_probe_data_wait_ratio", **labels) == pytest.approx(0.4)
+    # No cumulative figure from the probe: the share integrated over the 2 s between polls.
     assert one(samples, "gpusat_probe_data_wait_seconds_total", **labels) == pytest.approx(0.8)
+    assert one(samples, "gpusat_probe_steps_total", **labels) == 12
     assert one(samples, "gpusat_probe_step_seconds", **labels) == pytest.approx(0.25)
     assert one(samples, "gpusat_probe_samples_per_second", **labels) == 128.0
+    # The probe's own cumulative wait is exact: it wins over the integration.
+    state.update(Frame(t=T0 + 3, probes=[probe(data_wait_s=17.5, rank=None)]), Assessment())
+    samples = scrape(state)
+    assert one(samples, "gpusat_probe_data_wait_seconds_total", rank="") == 17.5
 
 
 # --- the names are an interface ------------------------------------------------------------
@@ -242,6 +250,7 @@ PINNED = {
     "gpusat_trainer_workers_cpu_seconds_total": ("counter", "host pid name"),
     "gpusat_probe_data_wait_ratio": ("gauge", "host pid rank card"),
     "gpusat_probe_data_wait_seconds_total": ("counter", "host pid rank card"),
+    "gpusat_probe_steps_total": ("counter", "host pid rank card"),
     "gpusat_probe_step_seconds": ("gauge", "host pid rank card"),
     "gpusat_probe_samples_per_second": ("gauge", "host pid rank card"),
     "gpusat_host_cpu_ratio": ("gauge", "host"),

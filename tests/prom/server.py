@@ -103,10 +103,11 @@ def prometheus(
         try:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and proc.poll() is None:
-                with contextlib.suppress(OSError):
-                    with urllib.request.urlopen(f"{server.url}/-/ready", timeout=2) as answer:
-                        if answer.status == 200:
-                            break
+                with contextlib.suppress(OSError), urllib.request.urlopen(
+                    f"{server.url}/-/ready", timeout=2
+                ) as answer:
+                    if answer.status == 200:
+                        break
                 time.sleep(0.1)
             if proc.poll() is not None:
                 if "address already in use" in log.read_text(errors="replace"):

@@ -57,7 +57,8 @@ def test_recorded_instant_answer_gives_every_host_x_card_with_unique_ids() -> No
             assert 0.25 * 400 <= card.power_w <= 0.40 * 400  # type: ignore[operator]
             assert card.mem_pct == pytest.approx(60.0, abs=0.01)
     assert answer.verdicts == {
-        "node-a/nvidia:0": RemoteVerdict("saturated"), "node-a/nvidia:1": RemoteVerdict("saturated"),
+        "node-a/nvidia:0": RemoteVerdict("saturated"),
+        "node-a/nvidia:1": RemoteVerdict("saturated"),
         "node-b/nvidia:0": RemoteVerdict("starving", "unknown"),
         "node-b/nvidia:1": RemoteVerdict("starving", "unknown"),
     }

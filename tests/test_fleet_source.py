@@ -197,6 +197,7 @@ async def test_source_carries_cards_stale_when_the_server_fails_then_recovers() 
     down = await source.poll_once()
     assert [c.stale_s for c in down.cards] == [5.0] * 4
     assert [(e.tool, e.kind) for e in down.errors] == [("prometheus", "unreachable")]
+    assert source.label == "fleet prom.test:9090 · 2 hosts · server unreachable"
     clock.t += 2
     slow = await source.poll_once()
     assert [(e.tool, e.kind) for e in slow.errors] == [("prometheus", "timeout")]
@@ -204,6 +205,7 @@ async def test_source_carries_cards_stale_when_the_server_fails_then_recovers() 
     clock.t += 1
     back = await source.poll_once()
     assert not back.errors and all(c.stale_s is None for c in back.cards)
+    assert source.label == "fleet prom.test:9090 · 2 hosts"
     assert [f.seq for f in (first, down, slow, back)] == [0, 1, 2, 3]
 
 

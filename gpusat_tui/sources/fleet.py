@@ -390,11 +390,17 @@ class FleetSource:
         self._seq = 0
         self._closed = False
         self._hosts = 0
+        #: How the last request failed ("unreachable", "timeout"...), None when it answered.
+        self._failing: str | None = None
 
     @property
     def label(self) -> str:
+        """``fleet prom:9090 · 64 hosts``, and how the server failed while it does: the status
+        line shows this first, before the list of stale cards."""
+        server = urllib.parse.urlsplit(self.api.base_url).netloc or self.api.base_url
         hosts = f" · {self._hosts} hosts" if self._hosts else ""
-        return f"fleet {self.api.base_url}{hosts}"
+        failing = f" · server {self._failing}" if self._failing else ""
+        return f"fleet {server}{hosts}{failing}"
 
     async def _get(self, endpoint: str, params: Mapping[str, str]) -> Any:
         # The thread's own timeout bounds the wait; this one is the backstop should a server
@@ -432,6 +438,7 @@ class FleetSource:
                 kind="timeout",
             ))
         now = self.clock()
+        self._failing = errors[0].kind if errors else None
         if answer is not None:
             notes.extend(answer.notes)
             for key, card in answer.cards.items():

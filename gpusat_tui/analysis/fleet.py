@@ -21,7 +21,7 @@ import statistics
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
 
-from gpusat_tui.analysis.verdict import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
 
 __all__ = ["FleetTracker", "lagging_hosts"]

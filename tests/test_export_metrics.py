@@ -304,3 +304,17 @@ def test_a_real_scrape_serves_exactly_the_documented_names() -> None:
     assert served <= documented
     probe_names = {m.name for m in METRICS if m.name.startswith("gpusat_probe_")}
     assert documented - served == probe_names  # everything but the probe (no probe here)
+
+
+def dashboard_exprs() -> list[str]:
+    import json
+
+    doc = json.loads((REPO / "contrib" / "grafana" / "gpusat-fleet.json").read_text())
+    return [t["expr"] for p in doc["panels"] for t in p["targets"]]
+
+
+def test_the_grafana_dashboard_uses_only_exported_names() -> None:
+    exprs = dashboard_exprs()
+    used = {name for e in exprs for name in re.findall(r"gpusat_[a-z0-9_]+", e)}
+    assert used and used <= {m.name for m in METRICS}, used - {m.name for m in METRICS}
+    assert "contrib/grafana/gpusat-fleet.json" in (REPO / "README.md").read_text()

@@ -144,6 +144,17 @@ def test_stored_series_carry_the_scenarios_figures_and_labels(fleet: Fleet) -> N
     assert value(prom.query('gpusat_exporter_cpu_seconds_total{host="node-a"}')[0]) > 0
 
 
+def test_every_grafana_panel_query_runs_on_the_real_server(fleet: Fleet) -> None:
+    from tests.test_export_metrics import dashboard_exprs
+
+    answered = 0
+    for expr in dashboard_exprs():
+        promql = expr.replace("$host", ".*").replace("$__rate_interval", "1m")
+        fleet.prom.query(promql)  # a parse or type error fails here (status "error")
+        answered += 1
+    assert answered >= 10
+
+
 async def test_fleet_view_shows_every_host_names_the_lagging_one_and_marks_a_stopped_host(
     fleet: Fleet,
 ) -> None:

@@ -209,6 +209,14 @@ async def test_source_carries_cards_stale_when_the_server_fails_then_recovers() 
     assert [f.seq for f in (first, down, slow, back)] == [0, 1, 2, 3]
 
 
+async def test_an_unforeseen_failure_is_a_parse_error_not_a_crash() -> None:
+    source = FleetSource("http://p:1", api=ScriptedAPI(RuntimeError("odd")), history=False)  # type: ignore[arg-type]
+    frame = await source.poll_once()
+    assert [(e.kind, e.message) for e in frame.errors] == [
+        ("parse", "unreadable answer: RuntimeError: odd")
+    ]
+
+
 async def test_a_host_that_stops_reporting_goes_stale_then_is_dropped() -> None:
     clock = Clock()
     api = ScriptedAPI(loaded("instant.json"), loaded("instant_node_b_gone.json"))

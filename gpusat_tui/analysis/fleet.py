@@ -29,6 +29,12 @@ __all__ = ["FleetTracker", "lagging_hosts"]
 #: Severity order used when the hosts' verdicts are summarised (first wins).
 _SEVERITY = ("imbalanced", "starving", "fragmenting", "saturated", "idle", "unknown")
 
+
+def _rank(kind: str) -> float:
+    """Severity rank; a kind added to VERDICT_KINDS later (``stalled``) ranks just after
+    ``imbalanced``: a new kind names a problem."""
+    return _SEVERITY.index(kind) if kind in _SEVERITY else 0.5
+
 _VerdictLookup = Callable[[], Mapping[str, object]]
 
 
@@ -180,7 +186,7 @@ class FleetTracker:
         counts: dict[str, list[str]] = {}
         for host, kinds in by_host.items():
             known = [k for k in kinds if k != "unknown"]
-            kind = min(known, key=_SEVERITY.index) if known else "unknown"
+            kind = min(known, key=_rank) if known else "unknown"
             if host in inner:
                 kind = "imbalanced"
             counts.setdefault(kind, []).append(host)
@@ -188,11 +194,11 @@ class FleetTracker:
         if not known_kinds:
             return Verdict(kind="unknown", why=[f"no verdict yet from {len(by_host)} hosts"])
         busy_kinds = [k for k in known_kinds if k != "idle"]
-        kind = min(busy_kinds or ["idle"], key=_SEVERITY.index)
+        kind = min(busy_kinds or ["idle"], key=_rank)
         why = [
             f"{len(by_host)} hosts: " + ", ".join(
                 f"{len(hosts)} {k} ({_names(hosts)})"
-                for k, hosts in sorted(counts.items(), key=lambda kv: _SEVERITY.index(kv[0]))
+                for k, hosts in sorted(counts.items(), key=lambda kv: _rank(kv[0]))
             )
         ]
         if inner:

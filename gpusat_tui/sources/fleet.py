@@ -437,6 +437,11 @@ class FleetSource:
                 tool="prometheus", message=f"no answer within {self.timeout * 2 + 1:g} s",
                 kind="timeout",
             ))
+        except Exception as exc:  # an answer no test foresaw: say so, keep the view alive
+            errors.append(ToolError(
+                tool="prometheus", message=f"unreadable answer: {type(exc).__name__}: {exc}",
+                kind="parse",
+            ))
         now = self.clock()
         self._failing = errors[0].kind if errors else None
         if answer is not None:

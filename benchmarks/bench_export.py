@@ -9,7 +9,7 @@ Run by hand: ``.venv/bin/python benchmarks/bench_export.py [--duration 60]``.
 2. The fleet view's per-poll work for 64 hosts x 8 cards: the size of Prometheus' answer to the
    instant query, reading it into cards (`frame_from_answer`, in the request's thread), and
    `FleetTracker.push` (in the UI's worker); then the whole app under Pilot fed such a frame
-   every second: key press to the selection moving, 30 presses.
+   every second: key press to the selection moving, 30 presses, against 1 host x 8 cards.
 """
 
 from __future__ import annotations
@@ -123,16 +123,16 @@ class _ScriptedAPI:
         return self.data
 
 
-async def bench_fleet_app(presses: int = 30) -> None:
+async def bench_fleet_app(hosts: int, presses: int = 30) -> None:
     from gpusat_tui.sources.fleet import FleetSource
     from gpusat_tui.ui.app import GpusatApp
 
     source = FleetSource("http://bench:9090", interval=1.0,
-                         api=_ScriptedAPI(decode_answer(fleet_answer(64, 8))))  # type: ignore[arg-type]
+                         api=_ScriptedAPI(decode_answer(fleet_answer(hosts, 8))))  # type: ignore[arg-type]
     tracker = FleetTracker(lambda: source.verdicts, lambda: source.job_verdicts)
     app = GpusatApp(source, tracker=tracker, interval=1.0, own_cpu=lambda: 0.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.frame is None or len(app.frame.cards) < 512:
+        while app.frame is None or len(app.frame.cards) < hosts * 8:
             await pilot.pause(0.05)
         waits = []
         for _ in range(presses):
@@ -144,7 +144,7 @@ async def bench_fleet_app(presses: int = 30) -> None:
             waits.append(1000 * (time.perf_counter() - t0))
             await pilot.pause(0.1)
         await pilot.press("q")
-    print(f"fleet app, 512 cards, a frame per second: key to selection median "
+    print(f"fleet app, {hosts} x 8 cards, a frame per second: key to selection median "
           f"{statistics.median(waits):.0f} ms, max {max(waits):.0f} ms over {presses} presses")
 
 
@@ -157,7 +157,8 @@ def main() -> None:
     bench_fleet(args.fleet_rounds)
     import asyncio
 
-    asyncio.run(bench_fleet_app())
+    for hosts in (1, 64):  # 1 host: the same path's baseline (Pilot's own press cost included)
+        asyncio.run(bench_fleet_app(hosts))
     bench_exporter(args.duration, args.scrapes)
 
 

@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+    check.add_argument("--prometheus", metavar="URL", default=argparse.SUPPRESS,
+                       help="judge the fleet a Prometheus server holds instead of this machine")
+    check.add_argument("--match", action="append", default=argparse.SUPPRESS,
+                       metavar="LABEL=VALUE", help="with --prometheus: only these series")
 
     _add_export_parser(sub)
 

@@ -65,6 +65,10 @@ def test_recorded_instant_answer_gives_every_host_x_card_with_unique_ids() -> No
     assert answer.job_verdicts == {
         "node-a": RemoteVerdict("saturated"), "node-b": RemoteVerdict("starving", "unknown")
     }
+    # The busy share from the counters: every poll of the node counted, not one per scrape.
+    assert set(answer.busy) == set(ids)
+    assert all(0.9 <= answer.busy[f"node-a/nvidia:{i}"] <= 1.05 for i in (0, 1))
+    assert all(answer.busy[f"node-b/nvidia:{i}"] < 0.7 for i in (0, 1))
 
 
 def test_single_host_ids_are_unchanged() -> None:
@@ -141,7 +145,7 @@ def test_matchers_are_parsed_and_quoted() -> None:
         with pytest.raises(ValueError):
             parse_matcher(bad)
     query = instant_query(['job="train"'])
-    assert query.count('job="train"') == 3
+    assert query.count('job="train"') == 4
     with pytest.raises(GpusatError):
         build_fleet("http://prom:9090", ["nojob"])
     with pytest.raises(GpusatError):
@@ -386,6 +390,20 @@ def test_fleet_tracker_uses_the_exporters_verdicts_and_names_the_lagging_host() 
     assert assessment.job.kind == "imbalanced" and assessment.job.cause == "straggler"
     assert assessment.job.why[0].startswith("lagging host: b at 7 %")
     assert "other 2 hosts run at 97 %" in assessment.job.why[0]
+
+
+def test_fleet_tracker_compares_hosts_on_the_counters_where_every_card_has_one() -> None:
+    verdicts = {f"{h}/nvidia:0": RemoteVerdict("starving") for h in "ab"}
+    # The gauges (one sample per scrape) alias b's bursts into "busy"; the counters do not.
+    busy = {"a/nvidia:0": 0.97, "b/nvidia:0": 0.30}
+    tracker = FleetTracker(lambda: verdicts, lambda: {}, busy=lambda: busy)
+    frame = Frame(t=0.0, cards=[fleet_card("a", 0, 97), fleet_card("b", 0, 95)])
+    job = tracker.push(frame).job
+    assert job.kind == "imbalanced"
+    assert job.why[0].startswith("lagging host: b at 30 %")
+    assert "from the counters" in job.why[0]
+    del busy["b/nvidia:0"]  # one card without a counter rate yet: the gauges decide, all of them
+    assert tracker.push(frame.model_copy(update={"t": 1.0})).job.kind == "starving"
 
 
 def test_fleet_tracker_even_hosts_stale_cards_and_inner_stragglers() -> None:

@@ -155,6 +155,28 @@ def test_every_grafana_panel_query_runs_on_the_real_server(fleet: Fleet) -> None
     assert answered >= 10
 
 
+def test_check_judges_the_fleet_headless(fleet: Fleet) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.prom.hosts import REPO
+
+    result = subprocess.run(
+        [sys.executable, "-m", "gpusat_tui", "check", "--prometheus", fleet.prom.url,
+         "--match", "job=gpusat", "--interval", "0.5", "--duration", "3", "--json"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    cards = {c["id"]: c for c in report["cards"]}
+    assert set(cards) == {f"{h}/nvidia:{i}" for h in HOSTS for i in range(CARDS)}
+    assert cards["node-b/nvidia:0"]["verdict"]["kind"] == "starving"
+    assert cards["node-a/nvidia:1"]["verdict"]["kind"] == "saturated"
+    assert 96 <= cards["node-c/nvidia:0"]["util_pct"]["mean"] <= 100
+    assert report["verdict"] == "imbalanced"  # the job across hosts: node-b lags
+
+
 async def test_fleet_view_shows_every_host_names_the_lagging_one_and_marks_a_stopped_host(
     fleet: Fleet,
 ) -> None:

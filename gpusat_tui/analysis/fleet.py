@@ -73,9 +73,11 @@ class FleetTracker:
         job_verdicts: _VerdictLookup,
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
         recent_polls: int = 5,
+        busy: Callable[[], Mapping[str, float]] | None = None,
     ) -> None:
         self._verdicts = verdicts
         self._job_verdicts = job_verdicts
+        self._busy = busy
         self.thresholds = thresholds
         self._recent: deque[Frame] = deque(maxlen=max(1, recent_polls))
         self._assessment = Assessment()
@@ -137,17 +139,37 @@ class FleetTracker:
 
     # --- the job -------------------------------------------------------------------------------
 
-    def _host_util(self) -> dict[str, float]:
-        """Each host's mean over its cards of the median of their recent fresh readings."""
+    def _host_util(self, frame: Frame) -> tuple[dict[str, float], str]:
+        """Each host's mean card utilisation, and what it was read from.
+
+        From the exporters' busy counters where Prometheus has two samples of each of the
+        host's cards (every poll of the node counts: no aliasing); else the median of each
+        card's recent fresh gauge readings.
+        """
+        busy = self._busy() if self._busy is not None else {}
+        from_counter: dict[str, list[float]] = {}
+        missing: set[str] = set()
+        for card in frame.cards:
+            if card.stale_s is not None:
+                continue
+            share = busy.get(card.id)
+            if share is None:
+                missing.add(card.host or "")
+            else:
+                from_counter.setdefault(card.host or "", []).append(100.0 * share)
+        if from_counter and not missing:
+            hosts = {h: statistics.fmean(v) for h, v in from_counter.items()}
+            return hosts, "mean utilisation between the last two scrapes, from the counters"
         per_card: dict[tuple[str, str], list[float]] = {}
-        for frame in self._recent:
-            for card in frame.cards:
+        for past in self._recent:
+            for card in past.cards:
                 if card.stale_s is None and card.util_pct is not None:
                     per_card.setdefault((card.host or "", card.id), []).append(card.util_pct)
-        hosts: dict[str, list[float]] = {}
+        gauges: dict[str, list[float]] = {}
         for (host, _), values in per_card.items():
-            hosts.setdefault(host, []).append(statistics.median(values))
-        return {h: statistics.fmean(v) for h, v in hosts.items()}
+            gauges.setdefault(host, []).append(statistics.median(values))
+        hosts = {h: statistics.fmean(v) for h, v in gauges.items()}
+        return hosts, f"mean card utilisation, medians of the last {len(self._recent)} polls"
 
     def _job(self, frame: Frame, cards: dict[str, Verdict]) -> Verdict:
         if not cards:
@@ -159,7 +181,8 @@ class FleetTracker:
         busy = {
             h for h, kinds in by_host.items() if any(k not in ("idle", "unknown") for k in kinds)
         }
-        util = {h: u for h, u in self._host_util().items() if h in busy}
+        host_util, basis = self._host_util(frame)
+        util = {h: u for h, u in host_util.items() if h in busy}
         lag = lagging_hosts(util, self.thresholds)
         if lag is not None:
             lagging, other = lag
@@ -168,9 +191,8 @@ class FleetTracker:
                 kind="imbalanced", cause="straggler",
                 why=[
                     f"lagging host: {names} while the other {len(util) - len(lagging)} "
-                    f"hosts run at {_p(other)} (mean card utilisation, medians of the last "
-                    f"{len(self._recent)} polls): every step of a multi-node job waits for the "
-                    "slowest node",
+                    f"hosts run at {_p(other)} ({basis}): every step of a multi-node job "
+                    "waits for the slowest node",
                     "all hosts the view matches are taken as one job (scope with --match)",
                 ],
                 advice=[

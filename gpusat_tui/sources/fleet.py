@@ -34,7 +34,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpusat_tui.errors import GpusatError
@@ -124,16 +124,28 @@ def selector(names: Iterable[str], matchers: Sequence[str] = ()) -> str:
     return "{" + ", ".join([f'__name__=~"{alternatives}"', *matchers]) + "}"
 
 
-def instant_query(matchers: Sequence[str] = ()) -> str:
-    """Every figure, plus only the verdict series that are 1, in one query.
+#: Label that marks the busy-share series in the instant query's answer (see `instant_query`).
+BUSY_LABEL = "gpusat_fleet_figure"
 
-    The figures and the verdicts never share a label set (verdicts carry ``kind``), so ``or``
-    keeps them all.
+
+def instant_query(matchers: Sequence[str] = ()) -> str:
+    """Every figure, the verdict series that are 1, and each card's busy share, in one query.
+
+    The busy share is ``irate`` of the exporter's ``gpusat_card_busy_seconds_total``: the mean
+    utilisation between the last two scrapes, counted at every poll of the node. The gauge
+    alone, sampled once per scrape, aliases a swinging utilisation (a card bursting on every
+    second poll, scraped every second poll, reads busy every time). ``or`` matches label sets,
+    so the busy series get a label of their own and the verdicts carry ``kind``: nothing is
+    dropped.
     """
     braces = "{" + ", ".join(matchers) + "}" if matchers else ""
+    busy = (
+        f'label_replace(irate(gpusat_card_busy_seconds_total{braces}[5m]), "{BUSY_LABEL}", '
+        '"busy_ratio", "", "")'
+    )
     return (
         f"{selector([*FIGURES, 'gpusat_exporter_last_poll_timestamp_seconds'], matchers)}"
-        f" or gpusat_card_verdict{braces} == 1 or gpusat_job_verdict{braces} == 1"
+        f" or gpusat_card_verdict{braces} == 1 or gpusat_job_verdict{braces} == 1 or {busy}"
     )
 
 
@@ -253,6 +265,8 @@ class FleetAnswer:
     verdicts: dict[str, RemoteVerdict]
     job_verdicts: dict[str, RemoteVerdict]
     notes: list[str]
+    #: Card id -> mean utilisation (0..1) between the last two scrapes, from the counter.
+    busy: dict[str, float] = field(default_factory=dict)
 
 
 def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
@@ -261,6 +275,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
     figures: dict[_CardKey, dict[str, Any]] = {}
     verdicts: dict[str, RemoteVerdict] = {}
     jobs: dict[str, RemoteVerdict] = {}
+    busy: dict[str, float] = {}
     notes: dict[str, None] = {}
     for series in data.get("result", []):
         if not isinstance(series, dict):
@@ -280,6 +295,11 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         key = _card_key(labels, notes)
         if key is None:
             continue
+        if labels.get(BUSY_LABEL) == "busy_ratio":
+            share = _number(value[1])
+            if share is not None:
+                busy.setdefault(f"{key[0]}/{key[1]}:{key[2]}", share)
+            continue
         if name == "gpusat_card_verdict":
             kind = labels.get("kind")
             if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
@@ -297,7 +317,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         number = _number(value[1])
         entry.setdefault(field, None if number is None else number * factor)
     cards = {key: _reading(key, entry) for key, entry in sorted(figures.items())}
-    return FleetAnswer(cards, verdicts, jobs, list(notes))
+    return FleetAnswer(cards, verdicts, jobs, list(notes), busy)
 
 
 def _reading(key: _CardKey, entry: dict[str, Any]) -> CardReading:
@@ -383,6 +403,8 @@ class FleetSource:
         #: Latest verdict of every card / of every host's job, as the exporters published it.
         self.verdicts: dict[str, RemoteVerdict] = {}
         self.job_verdicts: dict[str, RemoteVerdict] = {}
+        #: Latest busy share (0..1, from the exporters' counters) of every card.
+        self.busy: dict[str, float] = {}
         self.tools: dict[str, str] = {"prometheus": self.api.base_url}
         self.versions: dict[str, str | None] = {}
         self._seen: dict[_CardKey, _Seen] = {}
@@ -451,6 +473,7 @@ class FleetSource:
                 self._forgotten.discard(key[0])
             self.verdicts = answer.verdicts
             self.job_verdicts = answer.job_verdicts
+            self.busy = answer.busy
             if not answer.cards and not self._seen:
                 notes.append(
                     "Prometheus has no gpusat series"
@@ -523,5 +546,7 @@ def build_fleet(url: str, matches: Sequence[str] = (), interval: float = 1.0) ->
         source = FleetSource(url, matches, interval=interval)
     except ValueError as exc:
         raise GpusatError(str(exc)) from None
-    tracker = FleetTracker(lambda: source.verdicts, lambda: source.job_verdicts)
+    tracker = FleetTracker(
+        lambda: source.verdicts, lambda: source.job_verdicts, busy=lambda: source.busy
+    )
     return source, tracker

@@ -13,7 +13,8 @@ what was gathered so far is printed as usual, and the exit status is 128 + the s
 SIGINT, 143 for SIGTERM, 129 for SIGHUP), the
 shell convention, so a script can tell an interrupted run from a complete one. ``--record FILE``
 also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be written is a
-usage error (2).
+usage error (2). ``--prometheus URL`` judges the fleet a Prometheus server holds instead of this
+machine (`sources.fleet`, `analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
 """
 
 from __future__ import annotations

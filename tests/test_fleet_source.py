@@ -440,3 +440,26 @@ def test_64_hosts_x_8_cards_make_one_frame_with_512_unique_cards() -> None:
     ).encode()))
     assert len({c.id for c in answer.cards.values()}) == 512
     assert len(answer.verdicts) == 512
+
+
+def test_check_on_an_unreachable_server_reports_it_and_exits_0() -> None:
+    import subprocess
+    import sys
+
+    from tests.prom.hosts import REPO
+
+    result = subprocess.run(
+        [sys.executable, "-m", "gpusat_tui", "check", "--prometheus",
+         f"http://127.0.0.1:{free_port()}", "--duration", "1", "--interval", "0.5", "--json"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["cards"] == [] and report["verdict"] == "unknown"
+    assert [(e["tool"], e["kind"]) for e in report["errors"]] == [("prometheus", "unreachable")]
+    assert report["errors"][0]["count"] == report["samples"] >= 1
+    bad = subprocess.run(
+        [sys.executable, "-m", "gpusat_tui", "check", "--prometheus", "http://p:9090",
+         "--match", "nojob"], capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert bad.returncode == 2 and "--match expects LABEL=VALUE" in bad.stderr

@@ -512,8 +512,8 @@ class FleetSource:
         if self.history:
             try:
                 past = await self._history()
-            except (FleetError, TimeoutError):
-                past = []  # the first poll says what is wrong
+            except Exception:  # no history is no reason to stop: the first poll says what is wrong
+                past = []
             for frame in past:
                 if self._closed:
                     return

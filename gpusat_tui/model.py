@@ -75,6 +75,10 @@ class CardReading(_Model):
 
     vendor: Vendor
     index: int
+    #: A part of the physical card that a training rank sees as its own device (a MIG instance:
+    #: ``"mig1"``, the MIG device index nvidia-smi shows in its ``MIG Dev`` column). ``None``
+    #: for a whole card. Additive: ids of whole cards are unchanged.
+    instance: str | None = None
     name: str | None = None
     uuid: str | None = None
     bus_id: str | None = None
@@ -111,7 +115,10 @@ class CardReading(_Model):
 
     @property
     def id(self) -> str:
-        """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``."""
+        """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``,
+        or ``vendor:index/instance`` for a part of a card (``nvidia:0/mig1``)."""
+        if self.instance is not None:
+            return f"{self.vendor}:{self.index}/{self.instance}"
         return f"{self.vendor}:{self.index}"
 
     @property

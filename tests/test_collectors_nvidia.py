@@ -1,18 +1,15 @@
-"""NVIDIA collectors: nvidia-smi parsers on every captured sample, NVML with a fake pynvml."""
+"""NVIDIA nvidia-smi parsers on every captured sample (NVML: test_collectors_nvml.py)."""
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import given
 
-from gpusat_tui.collectors import nvidia_smi, nvml
+from gpusat_tui.collectors import nvidia_smi
 from gpusat_tui.collectors.base import resolve_process_cards
-from gpusat_tui.errors import ParseError, ToolFailed, ToolMissing
-from gpusat_tui.model import CardReading
+from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,
@@ -86,21 +83,51 @@ def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
     assert r.notes == [GPU1_NOTE]
 
 
+MIG_2G = ("mig0", 2.0, 25.0, 11968.0, 28.0)
+MIG_1G = (12.0, 5952.0, 14.0)
+
+
 @pytest.mark.parametrize(
-    ("name", "version", "power", "mig_devices"),
+    ("name", "version", "power", "instances"),
     [
-        ("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt", "535.183.01", 32.0, 3.0),
-        ("nvidia-smi-A30-MIG-4x1g.6gb-535.274.02.txt", "535.274.02", 78.0, 4.0),
+        ("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt", "535.183.01", 32.0,
+         [MIG_2G, ("mig1", 3.0, *MIG_1G), ("mig2", 4.0, *MIG_1G)]),
+        ("nvidia-smi-A30-MIG-4x1g.6gb-535.274.02.txt", "535.274.02", 78.0,
+         [(f"mig{n}", gi, *MIG_1G) for n, gi in enumerate((3.0, 4.0, 5.0, 6.0))]),
     ],
 )
-def test_table_mig_util_na(name: str, version: str, power: float, mig_devices: float) -> None:
+def test_table_mig_instances_are_cards_whole_gpu_util_na(
+    name: str, version: str, power: float, instances: list[tuple[Any, ...]]
+) -> None:
     r = nvidia_smi.parse_table(sample(name))
     assert r.version == version
-    assert card_figures(r.cards) == [
-        (0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)
-    ]
-    assert r.cards[0].extras == {"mig": "Enabled", "mig_devices": mig_devices}
+    gpu, *migs = r.cards
+    assert card_figures([gpu]) == [(0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)]
+    assert gpu.id == "nvidia:0"
+    assert gpu.extras == {"mig": "Enabled", "mig_devices": float(len(instances))}
+    assert [
+        (c.instance, c.extras["mig_gi"], c.mem_used_mib, c.mem_total_mib, c.extras["sm_count"])
+        for c in migs
+    ] == instances
+    assert [c.id for c in migs] == [f"nvidia:0/{i[0]}" for i in instances]
+    # The whole GPU keeps power and temperature; an instance has only its memory.
+    assert all((c.util_pct, c.power_w, c.temp_c, c.bus_id) == (None, None, None, gpu.bus_id)
+               for c in migs)
     assert r.processes == []
+
+
+def test_table_mig_process_goes_to_its_gpu_instance() -> None:
+    rows = (
+        "|    0    3    0      41234      C   python" + " " * 37 + "1180MiB |\n"
+        "|    0  N/A  N/A      41235      C   python" + " " * 38 + "200MiB |"
+    )
+    text = sample("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt").replace(
+        "|  No running processes found" + " " * 59 + "|", rows
+    )
+    r = nvidia_smi.parse_table(text)
+    assert process_rows(r.processes) == [
+        (41234, "nvidia:0/mig1", "python", 1180.0), (41235, "nvidia:0", "python", 200.0)
+    ]
 
 
 def test_table_59x_new_border_truncated() -> None:
@@ -350,196 +377,6 @@ def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
     ]
 
 
-# --- NVML with a fake pynvml ---------------------------------------------------------------
-
-
-def fake_pynvml(
-    devices: list[dict[str, Any]], *, init_error: str | None = None
-) -> ModuleType:
-    """A stand-in for the pynvml module: same function names, figures from ``devices``.
-
-    A device dict value that is an exception class is raised by that call (NotSupported...).
-    ``"handle"`` set to an exception class makes nvmlDeviceGetHandleByIndex fail.
-    """
-    mod = ModuleType("pynvml")
-
-    class NVMLError(Exception):
-        pass
-
-    class NVMLError_NotSupported(NVMLError):
-        pass
-
-    class NVMLError_LibraryNotFound(NVMLError):
-        pass
-
-    class NVMLError_GpuIsLost(NVMLError):
-        pass
-
-    mod.NVMLError = NVMLError  # type: ignore[attr-defined]
-    mod.NVMLError_NotSupported = NVMLError_NotSupported  # type: ignore[attr-defined]
-    mod.NVMLError_LibraryNotFound = NVMLError_LibraryNotFound  # type: ignore[attr-defined]
-    mod.NVMLError_GpuIsLost = NVMLError_GpuIsLost  # type: ignore[attr-defined]
-    mod.NVML_TEMPERATURE_GPU = 0  # type: ignore[attr-defined]
-    errors = {"NotSupported": NVMLError_NotSupported, "GpuIsLost": NVMLError_GpuIsLost,
-              "LibraryNotFound": NVMLError_LibraryNotFound}
-
-    def value(handle: int, key: str) -> Any:
-        got = devices[handle][key]
-        if isinstance(got, str) and got in errors:
-            raise errors[got]()
-        return got
-
-    def init() -> None:
-        if init_error is not None:
-            raise errors[init_error]()
-
-    def handle_by_index(index: int) -> int:
-        if devices[index].get("handle") in errors:
-            raise errors[devices[index]["handle"]]()
-        return index
-
-    calls = {
-        "nvmlInit": init,
-        "nvmlDeviceGetCount": lambda: len(devices),
-        "nvmlSystemGetDriverVersion": lambda: "550.54.15",
-        "nvmlDeviceGetHandleByIndex": handle_by_index,
-        "nvmlDeviceGetName": lambda h: value(h, "name"),
-        "nvmlDeviceGetUUID": lambda h: value(h, "uuid"),
-        "nvmlDeviceGetPciInfo": lambda h: value(h, "pci"),
-        "nvmlDeviceGetUtilizationRates": lambda h: value(h, "util"),
-        "nvmlDeviceGetMemoryInfo": lambda h: value(h, "mem"),
-        "nvmlDeviceGetPowerUsage": lambda h: value(h, "power_mw"),
-        "nvmlDeviceGetEnforcedPowerLimit": lambda h: value(h, "cap_mw"),
-        "nvmlDeviceGetTemperature": lambda h, sensor: value(h, "temp"),
-        "nvmlDeviceGetMigMode": lambda h: value(h, "mig"),
-        "nvmlDeviceGetComputeRunningProcesses": lambda h: value(h, "procs"),
-    }
-    for name, fn in calls.items():
-        setattr(mod, name, fn)
-    return mod
-
-
-GIB = 1024**3
-
-
-def h200(**overrides: Any) -> dict[str, Any]:
-    device: dict[str, Any] = {
-        "name": b"NVIDIA H200",
-        "uuid": "GPU-1111",
-        "pci": SimpleNamespace(busId="00000000:18:00.0"),
-        "util": SimpleNamespace(gpu=97, memory=40),
-        "mem": SimpleNamespace(used=120 * GIB, total=141 * GIB),
-        "power_mw": 651_320, "cap_mw": 700_000, "temp": 61, "mig": (0, 0),
-        "procs": [SimpleNamespace(pid=4242, usedGpuMemory=100 * GIB)],
-    }
-    device.update(overrides)
-    return device
-
-
-@pytest.fixture
-def use_nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def install(module: ModuleType) -> None:
-        monkeypatch.setitem(sys.modules, "pynvml", module)
-        nvml.reset()
-
-    yield install
-    nvml.reset()
-
-
-def nvml_figures(card: CardReading) -> Row:
-    return (*card_figures([card])[0], card.uuid, card.bus_id, card.tool)
-
-
-def test_nvml_normal_values(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200()]))
-    r = nvml.read_nvml()
-    assert r.version == "550.54.15"
-    assert [nvml_figures(c) for c in r.cards] == [
-        (0, "NVIDIA H200", 97.0, 122880.0, 144384.0, 651.32, 700.0, 61.0, "GPU-1111",
-         "00000000:18:00.0", "nvml")
-    ]
-    assert process_rows(r.processes) == [(4242, "nvidia:0", None, 102400.0)]
-    assert r.cards[0].extras == {}
-
-
-def test_nvml_not_supported_fields_are_none(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([
-        h200(util="NotSupported", power_mw="NotSupported", cap_mw="NotSupported",
-             temp="NotSupported", mig=(1, 1),
-             procs=[SimpleNamespace(pid=7, usedGpuMemory=None)]),
-    ]))
-    (card,) = nvml.read_nvml().cards
-    assert nvml_figures(card)[:8] == (0, "NVIDIA H200", None, 122880.0, 144384.0, None, None, None)
-    assert card.extras == {"mig": "Enabled"}
-    assert process_rows(nvml.read_nvml().processes) == [(7, "nvidia:0", None, None)]
-
-
-def test_nvml_failing_handle_skips_that_card(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200(), h200(handle="GpuIsLost"), h200(uuid="GPU-3333", temp=70)]))
-    r = nvml.read_nvml()
-    assert [(c.index, c.uuid, c.temp_c) for c in r.cards] == [
-        (0, "GPU-1111", 61.0), (2, "GPU-3333", 70.0)
-    ]
-    assert len(r.notes) == 1 and r.notes[0].startswith("nvml skipped GPU1")
-
-
-def test_nvml_every_handle_failing_is_an_error(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200(handle="GpuIsLost")]))
-    with pytest.raises(ToolFailed, match="GPU0"):
-        nvml.read_nvml()
-
-
-def test_nvml_library_not_found_is_tool_missing(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200()], init_error="LibraryNotFound"))
-    with pytest.raises(ToolMissing, match="NVML library did not load"):
-        nvml.read_nvml()
-
-
-def test_nvml_package_missing_is_tool_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
-    nvml.reset()
-    with pytest.raises(ToolMissing, match="nvidia-ml-py"):
-        nvml.read_nvml()
-    nvml.reset()
-
-
-def test_nvml_real_library_absent_here_is_tool_missing_or_reads() -> None:
-    """On this CI machine (no NVIDIA driver) the real pynvml must give ToolMissing, not crash."""
-    nvml.reset()
-    try:
-        reading = nvml.read_nvml()
-    except ToolMissing as exc:
-        assert "nvml" in str(exc)
-    else:  # a machine with a GPU: real cards with real figures
-        assert reading.cards and all(c.tool == "nvml" for c in reading.cards)
-    finally:
-        nvml.reset()
-
-
-def test_nvml_spec() -> None:
-    (spec,) = nvml.SPECS
-    assert (spec.tool, spec.vendor, spec.group, spec.priority, spec.names) == (
-        "nvml", "nvidia", "nvidia", 0, ()
-    )
-    assert spec.reader is nvml.read_nvml
-
-
-def test_nvml_init_cached(use_nvml: Any) -> None:
-    module = fake_pynvml([h200()])
-    count = {"n": 0}
-    real_init = module.nvmlInit
-
-    def counting_init() -> None:
-        count["n"] += 1
-        real_init()
-
-    module.nvmlInit = counting_init  # type: ignore[attr-defined]
-    use_nvml(module)
-    nvml.read_nvml()
-    nvml.read_nvml()
-    assert count["n"] == 1
-
-
 # --- every sample is tested; no input crashes a parser --------------------------------------
 
 PARSERS = (nvidia_smi.parse_table, nvidia_smi.parse_query_gpu, nvidia_smi.parse_compute_apps)
@@ -558,11 +395,3 @@ def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
 def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
     for parse in PARSERS:
         parse_or_refuse(parse, "\n".join(lines))
-
-
-def test_nvml_older_binding_without_mig_call_still_reads(use_nvml: Any) -> None:
-    module = fake_pynvml([h200()])
-    del module.nvmlDeviceGetMigMode
-    use_nvml(module)
-    (card,) = nvml.read_nvml().cards
-    assert (card.util_pct, card.power_w, card.extras) == (97.0, 651.32, {})

@@ -100,6 +100,10 @@ class ToolSpec:
     #: In-process reader (NVML) used instead of running ``queries``: called in a worker
     #: thread, raises ToolMissing when its library is absent so the group falls back.
     reader: Callable[[], ToolReading] | None = None
+    #: Makes a fresh in-process reader for one live source, given its ``enrich_every`` (a
+    #: reader that keeps state between polls: NVML's static fields, GPM samples, the last
+    #: process list). When set, the live source uses it instead of ``reader``.
+    new_reader: Callable[[int], Callable[[], ToolReading]] | None = None
 
     @property
     def env_var(self) -> str:
@@ -249,16 +253,17 @@ def resolve_process_cards(
 
 
 def merge_cards(base: Iterable[CardReading], extra: Iterable[CardReading]) -> list[CardReading]:
-    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by index.
+    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by card id.
 
     The default view wins where both have a figure; extras are merged. Cards only the
     enrichment knows are not added: the default view is the source of truth for which cards
     exist.
     """
-    by_index = {c.index: c for c in extra}
+    # By id, not index: the parts of one card (MIG instances) share its index.
+    by_id = {c.id: c for c in extra}
     merged: list[CardReading] = []
     for card in base:
-        other = by_index.get(card.index)
+        other = by_id.get(card.id)
         if other is None:
             merged.append(card)
             continue

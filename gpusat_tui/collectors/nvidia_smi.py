@@ -204,7 +204,10 @@ def parse_table(text: str) -> ToolReading:
     version_match = _VERSION_RE.search(text)
     cards: list[CardReading] = []
     processes: list[CardProcess] = []
-    mig_devices: dict[int, int] = {}
+    #: (gpu, gi, ci, mig dev, memory cell, SM cell) of each row of the "MIG devices" box.
+    mig_rows: list[tuple[int, int, int, int, str, str]] = []
+    #: The GI column of each process row (None: not a MIG process, or an older layout).
+    process_gis: list[int | None] = []
     i = 0
     while i < len(lines):
         cells = _cells(lines[i])
@@ -212,12 +215,13 @@ def parse_table(text: str) -> ToolReading:
         bus = _BUS_RE.search(cells[1]) if cells and len(cells) == 3 else None
         if cells is None or head is None or bus is None:
             if cells and len(cells) == 4 and (mig := _MIG_ROW_RE.match(cells[0])):
-                gpu = int(mig.group(1))
-                mig_devices[gpu] = mig_devices.get(gpu, 0) + 1
+                gpu, gi, ci, dev = (int(g) for g in mig.groups())
+                mig_rows.append((gpu, gi, ci, dev, cells[1], cells[2]))
             elif cells and len(cells) == 1:
-                proc = _parse_process_row(cells[0])
-                if proc is not None:
-                    processes.append(proc)
+                row = _parse_process_row(cells[0])
+                if row is not None:
+                    processes.append(row[0])
+                    process_gis.append(row[1])
             i += 1
             continue
         second = _cells(lines[i + 1]) if i + 1 < len(lines) else None
@@ -228,16 +232,62 @@ def parse_table(text: str) -> ToolReading:
         if "no devices were found" in text.lower():
             return ToolReading(notes=["nvidia-smi: No devices were found"])
         raise ParseError("nvidia-smi table: no GPU rows found")
-    for n, card in enumerate(cards):
-        if card.index in mig_devices:
-            extras = {**card.extras, "mig_devices": float(mig_devices[card.index])}
-            cards[n] = card.model_copy(update={"extras": extras})
+    cards, processes = _with_mig_instances(cards, processes, process_gis, mig_rows)
     return ToolReading(
         cards=cards,
         processes=processes,
         version=version_match.group(1) if version_match else None,
         notes=_skipped_notes(text),
     )
+
+
+def _with_mig_instances(
+    cards: list[CardReading],
+    processes: list[CardProcess],
+    process_gis: list[int | None],
+    mig_rows: list[tuple[int, int, int, int, str, str]],
+) -> tuple[list[CardReading], list[CardProcess]]:
+    """Each row of the "MIG devices" box is a card of its own (``nvidia:0/mig1``), right after
+    its GPU, with its own memory; the GPU keeps power and temperature. Processes that name a
+    GPU instance (the GI column) move to that instance's card, as NVML's reader does."""
+    if not mig_rows:
+        return cards, processes
+    by_index = {c.index: c for c in cards}
+    counts: dict[int, int] = {}
+    instances: dict[int, list[CardReading]] = {}
+    instance_of: dict[tuple[int, int], str] = {}
+    for gpu, gi, ci, dev, mem_cell, sm_cell in mig_rows:
+        counts[gpu] = counts.get(gpu, 0) + 1
+        parent = by_index.get(gpu)
+        used = total = None
+        if m := _MEM_CELL_RE.match(mem_cell):
+            used, total = num(m.group(1)), num(m.group(2))
+        sm_tokens = sm_cell.split()
+        extras: dict[str, float | str | None] = {"mig_gi": float(gi), "mig_ci": float(ci)}
+        if sm_tokens and (sm := num(sm_tokens[0])) is not None:
+            extras["sm_count"] = sm
+        card = CardReading(
+            vendor="nvidia", index=gpu, instance=f"mig{dev}",
+            name=f"{parent.name} MIG" if parent is not None and parent.name else None,
+            bus_id=parent.bus_id if parent is not None else None,
+            mem_used_mib=used, mem_total_mib=total, extras=extras, tool=TOOL,
+        )
+        instances.setdefault(gpu, []).append(card)
+        instance_of.setdefault((gpu, gi), card.id)
+    merged: list[CardReading] = []
+    for card in cards:
+        if card.index in counts:
+            extras = {**card.extras, "mig_devices": float(counts[card.index])}
+            card = card.model_copy(update={"extras": extras})
+        merged.append(card)
+        merged.extend(instances.pop(card.index, []))
+    moved: list[CardProcess] = []
+    for proc, gi in zip(processes, process_gis, strict=True):
+        key = (int(proc.card_id.partition(":")[2]), gi) if gi is not None else None
+        if key in instance_of:
+            proc = proc.model_copy(update={"card_id": instance_of[key]})
+        moved.append(proc)
+    return merged, moved
 
 
 def _table_card(
@@ -273,17 +323,21 @@ def _table_card(
     )
 
 
-def _parse_process_row(cell: str) -> CardProcess | None:
+def _parse_process_row(cell: str) -> tuple[CardProcess, int | None] | None:
+    """A process row -> (process on its GPU, its GI column as a number or None)."""
+    gi: int | None = None
     if m := _PROC_RE.match(cell):
         gpu, pid, name, mem = m.group(1), m.group(4), m.group(6), m.group(7)
+        gi = int(m.group(2)) if m.group(2).isdigit() else None
     elif m := _OLD_PROC_RE.match(cell):
         gpu, pid, name, mem = m.group(1), m.group(2), m.group(4), m.group(5)
     else:
         return None
-    return CardProcess(
+    proc = CardProcess(
         pid=int(pid), card_id=f"nvidia:{int(gpu)}", name=name.strip() or None,
         mem_used_mib=num(mem),
     )
+    return proc, gi
 
 
 SPECS: tuple[ToolSpec, ...] = (

@@ -280,8 +280,11 @@ class _ToolState:
     required: list[Query]
     optional: list[Query]
     answered: bool = False
-    #: index -> (last good reading, clock time it was read)
-    last_good: dict[int, tuple[CardReading, float]] = field(default_factory=dict)
+    #: card id -> (last good reading, clock time it was read)
+    last_good: dict[str, tuple[CardReading, float]] = field(default_factory=dict)
+    #: The in-process reader this source uses (``spec.new_reader(enrich_every)`` or
+    #: ``spec.reader``); None for executables.
+    reader: Callable[[], ToolReading] | None = None
     #: A thread still running an in-process reader that timed out.
     busy_reader: asyncio.Future[ToolReading] | None = None
     #: Polls left before the per-card enrichments run again (0: on this poll).
@@ -394,8 +397,13 @@ class LiveSource:
         self.tools = {}
         self.searched = {}
         for spec in self._all_specs():
-            if spec.reader is not None:
-                exe = IN_PROCESS if self._probe_reader(spec) else None
+            reader: Callable[[], ToolReading] | None = None
+            if spec.new_reader is not None:
+                reader = spec.new_reader(self.enrich_every)
+            elif spec.reader is not None:
+                reader = spec.reader
+            if reader is not None:
+                exe = IN_PROCESS if self._probe_reader(spec, reader) else None
             else:
                 exe, searched = find_executable(spec, self.overrides, self.path)
                 self.searched[spec.tool] = searched
@@ -404,7 +412,9 @@ class LiveSource:
             required = [q for q in spec.queries if not q.optional]
             optional = [q for q in spec.queries if q.optional]
             states.setdefault(spec.group or spec.tool, []).append(
-                _ToolState(spec=spec, exe=exe, required=required, optional=optional)
+                _ToolState(
+                    spec=spec, exe=exe, required=required, optional=optional, reader=reader
+                )
             )
             self.tools[spec.tool] = exe
         self._groups = list(states.values())
@@ -412,11 +422,11 @@ class LiveSource:
             raise ToolMissing(self.missing_message())
         return dict(self.tools)
 
-    def _probe_reader(self, spec: ToolSpec) -> bool:
-        """An in-process reader (NVML) is "found" when its library loads."""
-        assert spec.reader is not None
+    def _probe_reader(self, spec: ToolSpec, reader: Callable[[], ToolReading]) -> bool:
+        """An in-process reader (NVML) is "found" when its library loads. Its notes (no GPM
+        counters here, say) go on the first Frame."""
         try:
-            reading = spec.reader()
+            reading = reader()
         except ToolMissing as exc:
             self.searched[spec.tool] = [f"in-process library ({exc})"]
             return False
@@ -424,6 +434,7 @@ class LiveSource:
             self.searched[spec.tool] = [f"in-process library ({type(exc).__name__}: {exc})"]
             return False
         self.versions[spec.tool] = reading.version
+        self._pending_notes.extend(n for n in reading.notes if n not in self._pending_notes)
         return True
 
     def missing_message(self) -> str:
@@ -603,7 +614,7 @@ class LiveSource:
             res.cards = self._carry_stale(state)
             return res
         try:
-            if spec.reader is not None:
+            if state.reader is not None:
                 reading = await self._run_reader(state)
             else:
                 reading = await self._run_queries(state, res)
@@ -618,7 +629,7 @@ class LiveSource:
         except (_Refused, _Failed) as exc:
             error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
             res.errors.append(error)
-            if exc.kind == "timeout" and spec.reader is None:
+            if exc.kind == "timeout" and state.reader is None:
                 self._back_off(state, error, res)
             else:
                 state.hangs = 0
@@ -632,13 +643,13 @@ class LiveSource:
         if reading.version:
             self.versions[spec.tool] = reading.version
         cards = [c if c.tool else c.model_copy(update={"tool": spec.tool}) for c in reading.cards]
-        now_indices = {c.index for c in cards}
-        for index, (old, _) in list(state.last_good.items()):
-            if index not in now_indices:
+        now_ids = {c.id for c in cards}
+        for card_id, (old, _) in list(state.last_good.items()):
+            if card_id not in now_ids:
                 res.notes.append(f"card {old.id} no longer listed by {spec.tool}")
-                del state.last_good[index]
+                del state.last_good[card_id]
         for card in cards:
-            state.last_good[card.index] = (card, t_read)
+            state.last_good[card.id] = (card, t_read)
         res.cards = cards
         res.processes = resolve_process_cards(cards, reading.processes)
         res.notes.extend(n for n in reading.notes if n not in res.notes)
@@ -672,10 +683,10 @@ class LiveSource:
 
     async def _run_reader(self, state: _ToolState) -> ToolReading:
         spec = state.spec
-        assert spec.reader is not None
+        assert state.reader is not None
         if state.busy_reader is not None and not state.busy_reader.done():
             raise _Failed(f"{spec.tool} is still busy with an earlier poll", "timeout")
-        future = asyncio.ensure_future(asyncio.to_thread(spec.reader))
+        future = asyncio.ensure_future(asyncio.to_thread(state.reader))
         state.busy_reader = future
         try:
             # A thread cannot be killed: on timeout it is left to finish and not restarted
@@ -756,16 +767,24 @@ class LiveSource:
         except _Refused as refused:
             if query.fallback is None:
                 raise
-            try:
-                reading = await self._call(state, query.fallback, query.fallback.args)
-            except (_Refused, _Failed):
-                raise refused from None
-            # The fallback answered: it replaces the refused query for the whole session.
-            state.required[index] = query.fallback
-            self._pending_notes.append(
-                f"{state.spec.tool} refused {query.name} ({refused}); using {query.fallback.name}"
-            )
-            return reading
+            # Down the fallback chain (nvidia-smi: csv with clock-event reasons, with the old
+            # throttle-reason name, without either, the table): the first that answers
+            # replaces the refused query for the whole session.
+            fallback: Query | None = query.fallback
+            while fallback is not None:
+                try:
+                    reading = await self._call(state, fallback, fallback.args)
+                except _Failed:
+                    raise refused from None
+                except _Refused:
+                    fallback = fallback.fallback
+                    continue
+                state.required[index] = fallback
+                self._pending_notes.append(
+                    f"{state.spec.tool} refused {query.name} ({refused}); using {fallback.name}"
+                )
+                return reading
+            raise refused from None
 
     async def _run_queries(self, state: _ToolState, res: _Poll) -> ToolReading:
         plain_optional = [q for q in state.optional if not q.per_card]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -308,13 +309,21 @@ def test_spec_shape() -> None:
     assert (spec.tool, spec.vendor, spec.group, spec.priority) == (
         "nvidia-smi", "nvidia", "nvidia", 1
     )
-    assert required.args == (
+    base = (
         "--query-gpu=index,name,uuid,pci.bus_id,utilization.gpu,memory.used,memory.total,"
-        "power.draw,power.limit,temperature.gpu",
-        "--format=csv,noheader,nounits",
+        "power.draw,power.limit,temperature.gpu"
     )
-    assert not required.optional and required.fallback is not None
-    assert required.fallback.args == () and required.fallback.parse is nvidia_smi.parse_table
+    chain = [required]
+    while chain[-1].fallback is not None:
+        chain.append(chain[-1].fallback)
+    assert [(q.name, q.args) for q in chain] == [
+        ("query-gpu", (base + ",clocks_event_reasons.active", "--format=csv,noheader,nounits")),
+        ("query-gpu-throttle-reasons",
+         (base + ",clocks_throttle_reasons.active", "--format=csv,noheader,nounits")),
+        ("query-gpu-no-reasons", (base, "--format=csv,noheader,nounits")),
+        ("table", ()),
+    ]
+    assert not any(q.optional for q in chain) and chain[-1].parse is nvidia_smi.parse_table
     assert apps.optional and apps.args == (
         "--query-compute-apps=gpu_bus_id,pid,process_name,used_gpu_memory",
         "--format=csv,noheader,nounits",
@@ -367,8 +376,9 @@ def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
     the latter onto the table's cards and `resolve_process_cards` keeps one of each."""
     (spec,) = nvidia_smi.SPECS
     required, apps = spec.queries
-    assert required.fallback is not None
-    table = required.fallback.parse(fake.render_for_args((), FAKE_CARDS, FAKE_PROCS))
+    while required.fallback is not None:
+        required = required.fallback
+    table = required.parse(fake.render_for_args((), FAKE_CARDS, FAKE_PROCS))
     extra = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS))
     assert [p.card_id for p in extra.processes] == ["bus:00000000:10:00.0", "bus:00000000:13:00.0"]
     merged = resolve_process_cards(table.cards, [*table.processes, *extra.processes])
@@ -395,3 +405,64 @@ def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
 def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
     for parse in PARSERS:
         parse_or_refuse(parse, "\n".join(lines))
+
+
+# --- clock-event reasons in the csv query, and an old driver refusing them -----------------
+
+
+def test_query_gpu_reads_the_clock_event_mask() -> None:
+    text = (
+        "0, NVIDIA H200, GPU-a, 00000000:18:00.0, 100, 130013, 143771, 698.20, 700.00, 71,"
+        " 0x0000000000000004\n"
+        "1, NVIDIA H200, GPU-b, 00000000:2A:00.0, 97, 130013, 143771, 512.00, 700.00, 88,"
+        " 0x0000000000000060\n"
+        "2, NVIDIA H200, GPU-c, 00000000:3A:00.0, 0, 1, 143771, 80.00, 700.00, 30,"
+        " 0x0000000000000001\n"
+        "3, NVIDIA H200, GPU-d, 00000000:5D:00.0, 0, 1, 143771, 80.00, 700.00, 30, [N/A]\n"
+    )
+    cards = nvidia_smi.parse_query_gpu_event(text).cards
+    assert [c.extras.get("throttle") for c in cards] == [
+        "power-cap", "sw-thermal,hw-thermal", "idle", None
+    ]
+    old = nvidia_smi.parse_query_gpu_throttle(text.replace("0x0000000000000060", "0x8"))
+    assert old.cards[1].extras["throttle"] == "hw-slowdown"
+
+
+@pytest.mark.parametrize(
+    ("refused", "used", "throttle"),
+    [
+        ((), None, "power-cap"),
+        ((nvidia_smi.QUERY_GPU_EVENT_ARGS,), "query-gpu-throttle-reasons", "power-cap"),
+        ((nvidia_smi.QUERY_GPU_EVENT_ARGS, nvidia_smi.QUERY_GPU_THROTTLE_ARGS),
+         "query-gpu-no-reasons", None),
+    ],
+)
+def test_old_driver_refusing_the_reason_field_drops_it_and_keeps_the_cards(
+    fake_bin: Any, refused: tuple[tuple[str, ...], ...], used: str | None,
+    throttle: str | None,
+) -> None:
+    from gpusat_tui.sources.live import LiveSource
+
+    (spec,) = nvidia_smi.SPECS
+    card = FakeCard(0, name="NVIDIA H200", util_pct=99, power_w=699, power_cap_w=700,
+                    extras={"throttle_mask": 0x4})
+    tool = fake_bin.add_for_spec(spec, [[card]] * 3, refuse=list(refused))
+    src = LiveSource(specs=[spec], path=fake_bin.path, process_monitor=None, interval=0.2)
+    src._monitor_loaded = True
+
+    async def run() -> list[Any]:
+        frames = [await src.poll_once() for _ in range(3)]
+        await src.aclose()
+        return frames
+
+    frames = asyncio.run(run())
+    assert all([c.id for c in f.cards] == ["nvidia:0"] for f in frames)
+    assert all(f.cards[0].util_pct == 99.0 and not f.errors for f in frames)
+    assert all(f.cards[0].extras.get("throttle") == throttle for f in frames)
+    notes = [n for f in frames for n in f.notes if "refused query-gpu" in n]
+    if used is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and notes[0].endswith(f"using {used}"), notes
+        # The refused argv is asked once, then never again.
+        assert tool.calls(list(nvidia_smi.QUERY_GPU_EVENT_ARGS)) == 1

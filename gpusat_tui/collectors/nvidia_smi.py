@@ -1,9 +1,11 @@
 """NVIDIA through the ``nvidia-smi`` executable, for machines where NVML does not load in-process.
 
 Required query: ``--query-gpu=... --format=csv,noheader,nounits`` (machine-readable and stable
-since the 3xx drivers). Its fallback is the plain ``nvidia-smi`` table, the view that exists on
-every version: when the csv query is refused the live source parses the table for the rest of
-the session. Processes come from ``--query-compute-apps``, which names cards by PCI bus id (or
+since the 3xx drivers), with the clock-event reason mask (``extras["throttle"]``). Its fallback
+chain: the same with the reasons' pre-535 name, then without reasons, then the plain
+``nvidia-smi`` table, the view that exists on every version; the first that answers is used for
+the rest of the session. The table also lists MIG instances, each a card (``nvidia:0/mig1``);
+the csv query has no per-instance rows, so on the csv path a MIG GPU is one card. Processes come from ``--query-compute-apps``, which names cards by PCI bus id (or
 UUID), not by index: `parse_compute_apps` returns ``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"``
 for a UUID-keyed output) and the live source maps it with `base.resolve_process_cards` against
 the bus ids that both the csv query and the table give. The table lists processes itself too;
@@ -16,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import NA_TOKENS, ParseError, Query, ToolReading, ToolSpec, num
+from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "nvidia-smi"
@@ -31,9 +34,24 @@ QUERY_APPS_FIELDS: tuple[str, ...] = (
     "gpu_bus_id", "pid", "process_name", "used_gpu_memory",
 )
 
-QUERY_GPU_ARGS: tuple[str, ...] = (
-    "--query-gpu=" + ",".join(QUERY_GPU_FIELDS), "--format=csv,noheader,nounits",
-)
+#: The clock-event ("throttle") reason mask, by its name since the 535 drivers and by its old
+#: name before. A driver that knows neither refuses the whole query: the live source then
+#: walks the fallback chain (event name -> old name -> neither -> the table), so the field is
+#: dropped for the session and the cards are kept.
+EVENT_REASONS_FIELD = "clocks_event_reasons.active"
+THROTTLE_REASONS_FIELD = "clocks_throttle_reasons.active"
+QUERY_GPU_EVENT_FIELDS: tuple[str, ...] = (*QUERY_GPU_FIELDS, EVENT_REASONS_FIELD)
+QUERY_GPU_THROTTLE_FIELDS: tuple[str, ...] = (*QUERY_GPU_FIELDS, THROTTLE_REASONS_FIELD)
+
+
+def _query_gpu_args(fields: Sequence[str]) -> tuple[str, ...]:
+    return ("--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
+
+
+#: The query without reasons (the last csv link of the chain).
+QUERY_GPU_ARGS: tuple[str, ...] = _query_gpu_args(QUERY_GPU_FIELDS)
+QUERY_GPU_EVENT_ARGS: tuple[str, ...] = _query_gpu_args(QUERY_GPU_EVENT_FIELDS)
+QUERY_GPU_THROTTLE_ARGS: tuple[str, ...] = _query_gpu_args(QUERY_GPU_THROTTLE_FIELDS)
 QUERY_APPS_ARGS: tuple[str, ...] = (
     "--query-compute-apps=" + ",".join(QUERY_APPS_FIELDS), "--format=csv,noheader,nounits",
 )
@@ -47,7 +65,7 @@ _ALIASES = {
     "utilization.gpu": "utilization.gpu",
 }
 _KNOWN_HEADER = {
-    *QUERY_GPU_FIELDS, *QUERY_APPS_FIELDS, "timestamp", "gpu_name", "used_memory", "gpu_uuid",
+    *QUERY_GPU_FIELDS, *QUERY_APPS_FIELDS, EVENT_REASONS_FIELD, THROTTLE_REASONS_FIELD, "timestamp", "gpu_name", "used_memory", "gpu_uuid",
     "utilization.memory", "fan.speed", "pstate", "power.default_limit",
 }
 _UNIT_RE = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -126,6 +144,11 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_GPU_FIELDS) -> Tool
     cards: list[CardReading] = []
     for position, row in enumerate(rows):
         index = num(row.get("index"))
+        extras: dict[str, float | str | None] = {}
+        for reasons_field in (EVENT_REASONS_FIELD, THROTTLE_REASONS_FIELD):
+            mask = parse_mask(row.get(reasons_field))
+            if mask is not None:
+                extras["throttle"] = reason_names(mask)
         cards.append(
             CardReading(
                 vendor="nvidia",
@@ -139,10 +162,21 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_GPU_FIELDS) -> Tool
                 power_w=num(row.get("power.draw")),
                 power_cap_w=num(row.get("power.limit")),
                 temp_c=num(row.get("temperature.gpu")),
+                extras=extras,
                 tool=TOOL,
             )
         )
     return ToolReading(cards=cards, notes=_skipped_notes(text))
+
+
+def parse_query_gpu_event(text: str) -> ToolReading:
+    """``--query-gpu`` with the clock-event reason mask (535+ drivers)."""
+    return parse_query_gpu(text, QUERY_GPU_EVENT_FIELDS)
+
+
+def parse_query_gpu_throttle(text: str) -> ToolReading:
+    """``--query-gpu`` with the reason mask by its pre-535 name."""
+    return parse_query_gpu(text, QUERY_GPU_THROTTLE_FIELDS)
 
 
 def parse_compute_apps(text: str, fields: Sequence[str] = QUERY_APPS_FIELDS) -> ToolReading:
@@ -352,9 +386,19 @@ SPECS: tuple[ToolSpec, ...] = (
         queries=(
             Query(
                 name="query-gpu",
-                args=QUERY_GPU_ARGS,
-                parse=parse_query_gpu,
-                fallback=Query(name="table", args=(), parse=parse_table),
+                args=QUERY_GPU_EVENT_ARGS,
+                parse=parse_query_gpu_event,
+                fallback=Query(
+                    name="query-gpu-throttle-reasons",
+                    args=QUERY_GPU_THROTTLE_ARGS,
+                    parse=parse_query_gpu_throttle,
+                    fallback=Query(
+                        name="query-gpu-no-reasons",
+                        args=QUERY_GPU_ARGS,
+                        parse=parse_query_gpu,
+                        fallback=Query(name="table", args=(), parse=parse_table),
+                    ),
+                ),
             ),
             Query(
                 name="compute-apps", args=QUERY_APPS_ARGS, parse=parse_compute_apps,

@@ -5,8 +5,9 @@ since the 3xx drivers), with the clock-event reason mask (``extras["throttle"]``
 chain: the same with the reasons' pre-535 name, then without reasons, then the plain
 ``nvidia-smi`` table, the view that exists on every version; the first that answers is used for
 the rest of the session. The table also lists MIG instances, each a card (``nvidia:0/mig1``);
-the csv query has no per-instance rows, so on the csv path a MIG GPU is one card. Processes come from ``--query-compute-apps``, which names cards by PCI bus id (or
-UUID), not by index: `parse_compute_apps` returns ``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"``
+the csv query has no per-instance rows, so on the csv path a MIG GPU is one card (not done:
+reading the table every few polls for them). Processes come from ``--query-compute-apps``,
+which names cards by PCI bus id (or UUID), not by index: `parse_compute_apps` returns ``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"``
 for a UUID-keyed output) and the live source maps it with `base.resolve_process_cards` against
 the bus ids that both the csv query and the table give. The table lists processes itself too;
 `resolve_process_cards` keeps one entry per (pid, card).
@@ -65,7 +66,8 @@ _ALIASES = {
     "utilization.gpu": "utilization.gpu",
 }
 _KNOWN_HEADER = {
-    *QUERY_GPU_FIELDS, *QUERY_APPS_FIELDS, EVENT_REASONS_FIELD, THROTTLE_REASONS_FIELD, "timestamp", "gpu_name", "used_memory", "gpu_uuid",
+    *QUERY_GPU_FIELDS, *QUERY_APPS_FIELDS, EVENT_REASONS_FIELD, THROTTLE_REASONS_FIELD,
+    "timestamp", "gpu_name", "used_memory", "gpu_uuid",
     "utilization.memory", "fan.speed", "pstate", "power.default_limit",
 }
 _UNIT_RE = re.compile(r"\s*\[[^\]]*\]\s*$")

@@ -8,8 +8,9 @@ the rest of the session. The table also lists MIG instances, each a card (``nvid
 the csv query has no per-instance rows, so on the csv path a MIG GPU is one card (not done:
 reading the table every few polls for them). Processes come from ``--query-compute-apps``,
 which names cards by PCI bus id (or UUID), not by index: `parse_compute_apps` returns
-``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"`` for a UUID-keyed output) and the live source maps it with `base.resolve_process_cards` against
-the bus ids that both the csv query and the table give. The table lists processes itself too;
+``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"`` for a UUID-keyed output) and the live source
+maps it with `base.resolve_process_cards` against the bus ids that both the csv query and the
+table give. The table lists processes itself too;
 `resolve_process_cards` keeps one entry per (pid, card).
 """
 

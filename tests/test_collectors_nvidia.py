@@ -24,6 +24,7 @@ from tests.collector_helpers import (
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import nvidia_smi as fake
+from tests.fakes.tool import Step
 
 SAMPLES = samples_dir("nvidia")
 
@@ -428,25 +429,37 @@ def test_query_gpu_reads_the_clock_event_mask() -> None:
     assert old.cards[1].extras["throttle"] == "hw-slowdown"
 
 
+def _refusing(field: str | None, card: FakeCard) -> list[Step]:
+    """Steps of an nvidia-smi that refuses csv queries naming ``field`` the way real drivers do."""
+    if field is None:
+        return [Step(cards=(card,))] * 3
+    return [Step(cards=(card,), mode="fail", exit_code=2, only_args=field.split(".")[0],
+                 stderr=f'Field "{field}" is not a valid field to query.')] * 3
+
+
 @pytest.mark.parametrize(
-    ("refused", "used", "throttle"),
+    ("refused_field", "used", "throttle"),
     [
-        ((), None, "power-cap"),
-        ((nvidia_smi.QUERY_GPU_EVENT_ARGS,), "query-gpu-throttle-reasons", "power-cap"),
-        ((nvidia_smi.QUERY_GPU_EVENT_ARGS, nvidia_smi.QUERY_GPU_THROTTLE_ARGS),
-         "query-gpu-no-reasons", None),
+        (None, None, "power-cap"),
+        # A 4xx driver: knows the old name only.
+        ("clocks_event_reasons.active", "query-gpu-throttle-reasons", "power-cap"),
+        # Knows neither (the message names the old field: the no-reasons link is taken).
+        ("clocks_throttle_reasons.active", "query-gpu-no-reasons", None),
     ],
 )
 def test_old_driver_refusing_the_reason_field_drops_it_and_keeps_the_cards(
-    fake_bin: Any, refused: tuple[tuple[str, ...], ...], used: str | None,
-    throttle: str | None,
+    fake_bin: Any, refused_field: str | None, used: str | None, throttle: str | None,
 ) -> None:
     from gpusat_tui.sources.live import LiveSource
 
     (spec,) = nvidia_smi.SPECS
     card = FakeCard(0, name="NVIDIA H200", util_pct=99, power_w=699, power_cap_w=700,
                     extras={"throttle_mask": 0x4})
-    tool = fake_bin.add_for_spec(spec, [[card]] * 3, refuse=list(refused))
+    steps = _refusing(refused_field, card)
+    if refused_field == "clocks_throttle_reasons.active":
+        steps = [Step(cards=(card,), mode="fail", exit_code=2, only_args="reasons.active",
+                      stderr=f'Field "{refused_field}" is not a valid field to query.')] * 3
+    tool = fake_bin.add_for_spec(spec, steps)
     src = LiveSource(specs=[spec], path=fake_bin.path, process_monitor=None, interval=0.2)
     src._monitor_loaded = True
 
@@ -466,3 +479,28 @@ def test_old_driver_refusing_the_reason_field_drops_it_and_keeps_the_cards(
         assert len(notes) == 1 and notes[0].endswith(f"using {used}"), notes
         # The refused argv is asked once, then never again.
         assert tool.calls(list(nvidia_smi.QUERY_GPU_EVENT_ARGS)) == 1
+
+
+def test_a_transient_failure_does_not_drop_the_reason_field(fake_bin: Any) -> None:
+    """A failure that does not name the field (driver busy) falls back to the table as before,
+    without trying the csv links meant for old drivers."""
+    from gpusat_tui.sources.live import LiveSource
+
+    (spec,) = nvidia_smi.SPECS
+    card = FakeCard(0, name="NVIDIA H200", util_pct=99)
+    tool = fake_bin.add_for_spec(
+        spec, [Step(cards=(card,), mode="fail", only_args="--query-gpu"), Step(cards=(card,))]
+    )
+    src = LiveSource(specs=[spec], path=fake_bin.path, process_monitor=None, interval=0.2)
+    src._monitor_loaded = True
+
+    async def run() -> Any:
+        frame = await src.poll_once()
+        await src.aclose()
+        return frame
+
+    frame = asyncio.run(run())
+    assert [c.id for c in frame.cards] == ["nvidia:0"]
+    assert tool.calls(list(nvidia_smi.QUERY_GPU_THROTTLE_ARGS)) == 0
+    assert tool.calls(list(nvidia_smi.QUERY_GPU_ARGS)) == 0
+    assert any(n.endswith("using table") for n in frame.notes)

@@ -63,6 +63,11 @@ class Query:
     #: For a required query: what to run instead when this one is refused (an older tool
     #: without ``--query-gpu``, say). Once used, the fallback stays for the session.
     fallback: Query | None = None
+    #: As a fallback: tried only when the refused query's output contains this text (the
+    #: refusal names what it did not know: nvidia-smi's ``Field "clocks_event_reasons.active"
+    #: is not a valid field to query``). Otherwise the chain goes on past it, so a transient
+    #: failure does not drop a field for the session. None: always tried.
+    only_after: str | None = None
     #: Run once per card, with ``{index}`` in ``args`` replaced by each card's index from the
     #: required queries (``npu-smi info -t usages -i {index}``). Only for optional queries.
     #: Other ``{name}`` placeholders are filled from the card's ``extras`` (see `card_args`):

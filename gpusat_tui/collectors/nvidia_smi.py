@@ -395,10 +395,12 @@ SPECS: tuple[ToolSpec, ...] = (
                     name="query-gpu-throttle-reasons",
                     args=QUERY_GPU_THROTTLE_ARGS,
                     parse=parse_query_gpu_throttle,
+                    only_after=EVENT_REASONS_FIELD,
                     fallback=Query(
                         name="query-gpu-no-reasons",
                         args=QUERY_GPU_ARGS,
                         parse=parse_query_gpu,
+                        only_after="reasons.active",
                         fallback=Query(name="table", args=(), parse=parse_table),
                     ),
                 ),

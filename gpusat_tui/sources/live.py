@@ -771,12 +771,17 @@ class LiveSource:
             # throttle-reason name, without either, the table): the first that answers
             # replaces the refused query for the whole session.
             fallback: Query | None = query.fallback
+            said = refused.raw if refused.raw is not None else str(refused)
             while fallback is not None:
+                if fallback.only_after is not None and fallback.only_after not in said:
+                    fallback = fallback.fallback  # not what this link is for
+                    continue
                 try:
                     reading = await self._call(state, fallback, fallback.args)
                 except _Failed:
                     raise refused from None
-                except _Refused:
+                except _Refused as again:
+                    said = again.raw if again.raw is not None else str(again)
                     fallback = fallback.fallback
                     continue
                 state.required[index] = fallback

@@ -206,7 +206,8 @@ class Verdict(_Model):
 
     kind: VerdictKind = "unknown"
     #: For starving: "input-bound", "io-bound", "host-bound", "light-kernels" (busy reading at
-    #: low power, no host bottleneck) or "unknown"; "straggler" for imbalanced; else None.
+    #: low power, or low SM activity, no host bottleneck) or "unknown"; "straggler" or
+    #: "throttled" (the lagging card's clocks held down) for imbalanced; else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

@@ -504,3 +504,66 @@ def test_a_transient_failure_does_not_drop_the_reason_field(fake_bin: Any) -> No
     assert tool.calls(list(nvidia_smi.QUERY_GPU_THROTTLE_ARGS)) == 0
     assert tool.calls(list(nvidia_smi.QUERY_GPU_ARGS)) == 0
     assert any(n.endswith("using table") for n in frame.notes)
+
+
+# --- newer MIG samples --------------------------------------------------------------------------
+
+
+def test_table_h100_mig_disabled_is_one_card_with_the_old_id() -> None:
+    r = nvidia_smi.parse_table(
+        sample("nvidia-smi-H100-80GB-HBM3-570.195.03-slurm-MIG-Disabled.txt")
+    )
+    assert card_figures(r.cards) == [
+        (0, "NVIDIA H100 80GB HBM3", 0.0, 0.0, 81559.0, 104.0, 700.0, 34.0)
+    ]
+    assert [(c.id, c.instance, c.extras) for c in r.cards] == [
+        ("nvidia:0", None, {"mig": "Disabled"})
+    ]
+
+
+def test_nvml_reads_the_mig_layout_of_the_a100_xml_sample_the_same_way() -> None:
+    """``nvidia-smi -q -x`` of an A100 with two MIG instances (not a format we parse): its
+    figures drive the fake NVML, and the reader gives what that output shows, instance by
+    instance (ids, GI/CI, memory), with the whole-GPU util N/A as nvidia-smi prints it."""
+    import xml.etree.ElementTree as ET
+
+    from gpusat_tui.collectors import nvml
+    from tests.fakes.pynvml import FakeGpu, FakeMig, FakeNvml
+
+    root = ET.fromstring(sample("nvidia-smi-q-x-A100-SXM4-40GB-MIG-2inst-510.47.03.xml.txt"))
+    gpu = root.find("gpu")
+    assert gpu is not None
+
+    def mib(node: ET.Element | None, path: str) -> float:
+        assert node is not None
+        return float((node.findtext(path) or "").split()[0])
+
+    migs = [
+        FakeMig(int(m.findtext("index") or 0), int(m.findtext("gpu_instance_id") or 0),
+                int(m.findtext("compute_instance_id") or 0),
+                mem_used_mib=mib(m, "fb_memory_usage/used"),
+                mem_total_mib=mib(m, "fb_memory_usage/total"))
+        for m in gpu.iter("mig_device")
+    ]
+    fake = FakeNvml([FakeGpu(
+        name=gpu.findtext("product_name") or "", bus_id=gpu.get("id") or "",
+        mem_used_mib=mib(gpu, "fb_memory_usage/used"),
+        mem_total_mib=mib(gpu, "fb_memory_usage/total"),
+        power_w=mib(gpu, "power_readings/power_draw"),
+        cap_w=mib(gpu, "power_readings/enforced_power_limit"),
+        temp_c=int(mib(gpu, "temperature/gpu_temp")), gpm_support="no", mig=migs,
+    )])
+    cards = nvml.NvmlReader(load=fake.module)().cards
+    assert gpu.findtext("utilization/gpu_util") == "N/A"
+    assert [(c.id, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.extras.get("mig_gi"),
+             c.extras.get("mig_ci")) for c in cards] == [
+        ("nvidia:0", None, 38.0, 40960.0, None, None),
+        ("nvidia:0/mig0", None, 19.0, 19968.0, 1.0, 0.0),
+        ("nvidia:0/mig1", None, mib(list(gpu.iter("mig_device"))[1], "fb_memory_usage/used"),
+         19968.0, 2.0, 0.0),
+    ]
+    assert (cards[0].power_w, cards[0].power_cap_w) == (66.92, 400.0)
+    # Every clock-event reason reads "Not Active" in the sample: an empty reason list.
+    reasons = gpu.find("clocks_throttle_reasons")
+    assert reasons is not None and {r.text.strip() for r in reasons if r.text} == {"Not Active"}
+    assert cards[0].extras["throttle"] == ""

@@ -424,3 +424,26 @@ def test_live_source_gets_its_own_reader_primed_by_discovery(install: Any) -> No
 def test_spec_without_new_reader_still_uses_reader() -> None:
     spec = ToolSpec(tool="x", vendor="nvidia", names=(), reader=lambda: nvml.ToolReading())
     assert spec.new_reader is None
+
+
+def test_closing_the_live_source_frees_the_gpm_buffers(install: Any) -> None:
+    fake = install(FakeNvml([FakeGpu(gpm=dict(GPM_ALL))]))
+    (spec,) = nvml.SPECS
+    src = LiveSource(specs=[spec], process_monitor=None)
+    src._monitor_loaded = True
+
+    async def run() -> None:
+        await src.poll_once()
+        await src.aclose()
+
+    asyncio.run(run())
+    assert fake.calls["nvmlGpmSampleAlloc"] == 2 and fake.calls["nvmlGpmSampleFree"] == 2
+
+
+def test_close_never_waits_for_a_read_in_flight(install: Any) -> None:
+    install(FakeNvml([FakeGpu()]))
+    read = reader()
+    read()
+    with read._lock:  # a read stuck in its thread
+        assert read.close() is False
+    assert read.close() is True

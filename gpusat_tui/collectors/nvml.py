@@ -431,11 +431,18 @@ class NvmlReader:
         self._said.add(note)
         return True
 
-    def close(self) -> None:
-        """Free the GPM sample buffers."""
-        for device in self._devices or []:
-            _close_gpm(device)
-        self._devices = None
+    def close(self) -> bool:
+        """Free the GPM sample buffers. Never waits: a read still running in its thread (a
+        wedged driver) keeps them, and False says so."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            for device in self._devices or []:
+                _close_gpm(device)
+            self._devices = None
+            return True
+        finally:
+            self._lock.release()
 
 
 def _mig_take(nvml: ModuleType, device: _Device, inst: _Instance) -> Callable[[Any], Any]:

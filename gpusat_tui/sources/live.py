@@ -546,6 +546,13 @@ class LiveSource:
             # closing can never hang the caller.
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(inflight), 5.0)
+        for group in self._groups or []:
+            for state in group:
+                # A per-source in-process reader frees what it holds (NVML's GPM buffers).
+                close = getattr(state.reader, "close", None)
+                if state.spec.new_reader is not None and callable(close):
+                    with contextlib.suppress(Exception):
+                        close()
 
     # --- internals ---------------------------------------------------------------------------
 

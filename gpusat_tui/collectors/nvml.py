@@ -14,7 +14,8 @@ on one poll in ``enrich_every`` (the live source's setting), its last answer sta
 
 MIG: each MIG instance is a card of its own (``nvidia:0/mig1``: MIG device 1 of GPU 0) with its
 memory and, where GPM answers, its utilisation and SM activity; the whole-GPU card stays for
-power, temperature and throttling. Untested on real hardware (MIG, GPM, throttle reasons):
+power, temperature and throttling. The static side lives in `nvml_devices`, the GPM sampling in
+`nvml_gpm`. Untested on real hardware (MIG, GPM, throttle reasons):
 built from nvidia-ml-py's ``pynvml.py`` and tested against a fake pynvml.
 """
 
@@ -22,13 +23,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from gpusat_tui.collectors import nvml_gpm
 from gpusat_tui.collectors.base import ToolReading, ToolSpec
 from gpusat_tui.collectors.nvidia_throttle import reason_names
+from gpusat_tui.collectors.nvml_devices import (
+    Device,
+    GpuLost,
+    Instance,
+    close_gpm,
+    get_field,
+    gpm_refusal,
+    is_lost,
+    read_device,
+    text,
+)
 from gpusat_tui.errors import ToolFailed, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading
 
@@ -72,67 +83,6 @@ def reset() -> None:
         _default_reader = None
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    return str(value)
-
-
-class _GpuLost(Exception):
-    """The device answered GpuIsLost: it fell off the bus; skip it and rescan."""
-
-
-def _is_lost(nvml: ModuleType, exc: BaseException) -> bool:
-    lost_cls = getattr(nvml, "NVMLError_GpuIsLost", None)
-    if isinstance(lost_cls, type) and isinstance(exc, lost_cls):
-        return True
-    return getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_GPU_IS_LOST", 15)
-
-
-def _get(nvml: ModuleType, name: str, *args: Any) -> Any:
-    """One NVML field by function name; NotSupported, NoPermission, Unknown, or a function an
-    older nvidia-ml-py lacks all mean "no figure". A lost GPU raises `_GpuLost`."""
-    fn = getattr(nvml, name, None)
-    if fn is None:
-        return None
-    try:
-        return fn(*args)
-    except nvml.NVMLError as exc:
-        if _is_lost(nvml, exc):
-            raise _GpuLost(f"{name}: {exc}") from exc
-        return None
-
-
-@dataclass
-class _Instance:
-    """One MIG device of a GPU (static part)."""
-
-    mig_index: int
-    handle: Any
-    gpu_instance_id: int | None
-    compute_instance_id: int | None
-    name: str | None
-    uuid: str | None
-    gpm: nvml_gpm.GpmSampler | None = None
-
-
-@dataclass
-class _Device:
-    """One GPU's static fields, read once (see `STATIC_REFRESH_POLLS`)."""
-
-    index: int
-    handle: Any
-    name: str | None
-    uuid: str | None
-    bus_id: str | None
-    cap_w: float | None
-    mig: bool
-    instances: list[_Instance] = field(default_factory=list)
-    gpm: nvml_gpm.GpmSampler | None = None
-
-
 class NvmlReader:
     """Reads every NVIDIA device through NVML; one instance per live source (it keeps the
     static fields, the GPM samples of the previous poll and the last process list).
@@ -149,7 +99,7 @@ class NvmlReader:
         self.enrich_every = max(1, int(enrich_every))
         self.static_every = max(1, int(static_every))
         self._load = load
-        self._devices: list[_Device] | None = None
+        self._devices: list[Device] | None = None
         self._scan_notes: list[str] = []
         #: Devices the last scan could not get a handle for.
         self._skipped: list[str] = []
@@ -170,23 +120,23 @@ class NvmlReader:
         except nvml.NVMLError as exc:  # loaded but broken (driver gone): a failure, not absence
             raise ToolFailed(f"nvml: cannot count devices ({exc})") from exc
         old = {d.uuid: d for d in self._devices or [] if d.uuid}
-        self._version = _text(_get(nvml, "nvmlSystemGetDriverVersion"))
-        devices: list[_Device] = []
+        self._version = text(get_field(nvml, "nvmlSystemGetDriverVersion"))
+        devices: list[Device] = []
         notes: list[str] = []
         gpm_missing: list[str] = []
         skipped: list[str] = []
         for index in range(count):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
-                device = self._static(nvml, index, handle)
-            except (nvml.NVMLError, _GpuLost) as exc:
+                device = read_device(nvml, index, handle)
+            except (nvml.NVMLError, GpuLost) as exc:
                 skipped.append(f"GPU{index}: {exc}")
                 continue
             previous = old.pop(device.uuid, None) if device.uuid else None
             self._attach_gpm(nvml, device, previous, gpm_missing, notes)
             devices.append(device)
         for gone in old.values():
-            _close_gpm(gone)
+            close_gpm(gone)
         if gpm_missing:
             notes.append(
                 "nvml: no GPM counters (SM/tensor activity) on "
@@ -199,47 +149,8 @@ class NvmlReader:
         self._scan_notes = notes
         self._polls_since_scan = 0
 
-    def _static(self, nvml: ModuleType, index: int, handle: Any) -> _Device:
-        pci = _get(nvml, "nvmlDeviceGetPciInfo", handle)
-        cap_mw = _get(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)
-        mig_mode = _get(nvml, "nvmlDeviceGetMigMode", handle)
-        device = _Device(
-            index=index,
-            handle=handle,
-            name=_text(_get(nvml, "nvmlDeviceGetName", handle)),
-            uuid=_text(_get(nvml, "nvmlDeviceGetUUID", handle)),
-            bus_id=_text(getattr(pci, "busId", None)) if pci is not None else None,
-            cap_w=cap_mw / 1000.0 if cap_mw is not None else None,
-            mig=mig_mode is not None and mig_mode[0] == 1,
-        )
-        if device.mig:
-            device.instances = self._mig_instances(nvml, handle)
-        return device
-
-    def _mig_instances(self, nvml: ModuleType, handle: Any) -> list[_Instance]:
-        count = _get(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0
-        instances: list[_Instance] = []
-        for mig_index in range(int(count)):
-            # NotFound for a slot with no MIG device configured: skipped.
-            mig = _get(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, mig_index)
-            if mig is None:
-                continue
-            gi = _get(nvml, "nvmlDeviceGetGpuInstanceId", mig)
-            ci = _get(nvml, "nvmlDeviceGetComputeInstanceId", mig)
-            instances.append(
-                _Instance(
-                    mig_index=mig_index,
-                    handle=mig,
-                    gpu_instance_id=int(gi) if gi is not None else None,
-                    compute_instance_id=int(ci) if ci is not None else None,
-                    name=_text(_get(nvml, "nvmlDeviceGetName", mig)),
-                    uuid=_text(_get(nvml, "nvmlDeviceGetUUID", mig)),
-                )
-            )
-        return instances
-
     def _attach_gpm(
-        self, nvml: ModuleType, device: _Device, previous: _Device | None, missing: list[str],
+        self, nvml: ModuleType, device: Device, previous: Device | None, missing: list[str],
         notes: list[str],
     ) -> None:
         """GPM samplers for the device and its MIG instances, kept across rescans."""
@@ -259,7 +170,7 @@ class NvmlReader:
                 new.gpm = old.gpm
             return
         if previous is not None:
-            _close_gpm(previous)
+            close_gpm(previous)
         try:
             if not nvml_gpm.device_supports_gpm(nvml, device.handle):
                 missing.append(f"{label} (not supported: Hopper and newer only)")
@@ -272,8 +183,8 @@ class NvmlReader:
                 nvml, lambda s, h=device.handle: nvml.nvmlGpmSampleGet(h, s)
             )
         except nvml.NVMLError as exc:
-            _close_gpm(device)
-            missing.append(f"{label} ({_gpm_refusal(nvml, exc)})")
+            close_gpm(device)
+            missing.append(f"{label} ({gpm_refusal(nvml, exc)})")
 
     # --- per poll ----------------------------------------------------------------------------
 
@@ -294,7 +205,7 @@ class NvmlReader:
         for device in self._devices:
             try:
                 reading.cards.extend(self._dynamic(nvml, device, notes))
-            except _GpuLost as exc:
+            except GpuLost as exc:
                 lost.append(f"GPU{device.index}: {exc}")
         if lost:
             notes.extend(f"nvml: GPU lost ({what}); reading the devices again" for what in lost)
@@ -314,17 +225,17 @@ class NvmlReader:
         reading.notes = [n for n in notes if self._first_time(n)]
         return reading
 
-    def _dynamic(self, nvml: ModuleType, device: _Device, notes: list[str]) -> list[CardReading]:
+    def _dynamic(self, nvml: ModuleType, device: Device, notes: list[str]) -> list[CardReading]:
         handle = device.handle
-        util = _get(nvml, "nvmlDeviceGetUtilizationRates", handle)
-        mem = _get(nvml, "nvmlDeviceGetMemoryInfo", handle)
-        power_mw = _get(nvml, "nvmlDeviceGetPowerUsage", handle)
+        util = get_field(nvml, "nvmlDeviceGetUtilizationRates", handle)
+        mem = get_field(nvml, "nvmlDeviceGetMemoryInfo", handle)
+        power_mw = get_field(nvml, "nvmlDeviceGetPowerUsage", handle)
         sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
-        temp = _get(nvml, "nvmlDeviceGetTemperature", handle, sensor)
+        temp = get_field(nvml, "nvmlDeviceGetTemperature", handle, sensor)
         extras: dict[str, float | str | None] = {}
-        reasons = _get(nvml, "nvmlDeviceGetCurrentClocksEventReasons", handle)
+        reasons = get_field(nvml, "nvmlDeviceGetCurrentClocksEventReasons", handle)
         if reasons is None and not hasattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons"):
-            reasons = _get(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+            reasons = get_field(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", handle)
         if isinstance(reasons, int):
             extras["throttle"] = reason_names(reasons)
         if device.mig:
@@ -353,9 +264,9 @@ class NvmlReader:
         return cards
 
     def _instance_card(
-        self, nvml: ModuleType, device: _Device, inst: _Instance, notes: list[str]
+        self, nvml: ModuleType, device: Device, inst: Instance, notes: list[str]
     ) -> CardReading:
-        mem = _get(nvml, "nvmlDeviceGetMemoryInfo", inst.handle)
+        mem = get_field(nvml, "nvmlDeviceGetMemoryInfo", inst.handle)
         label = f"GPU{device.index}/mig{inst.mig_index}"
         figures = self._gpm_values(nvml, inst.gpm, label, notes)
         extras: dict[str, float | str | None] = nvml_gpm.as_extras(figures)
@@ -393,9 +304,9 @@ class NvmlReader:
         try:
             return sampler.read()
         except nvml.NVMLError as exc:
-            if _is_lost(nvml, exc):
-                raise _GpuLost(f"GPM sample: {exc}") from exc
-            notes.append(f"nvml: GPM sample of {label} refused ({_gpm_refusal(nvml, exc)})")
+            if is_lost(nvml, exc):
+                raise GpuLost(f"GPM sample: {exc}") from exc
+            notes.append(f"nvml: GPM sample of {label} refused ({gpm_refusal(nvml, exc)})")
             return {}
 
     def _read_processes(self, nvml: ModuleType) -> list[CardProcess]:
@@ -405,11 +316,11 @@ class NvmlReader:
                 i.gpu_instance_id: i for i in device.instances if i.gpu_instance_id is not None
             }
             try:
-                listed = _get(nvml, "nvmlDeviceGetComputeRunningProcesses", device.handle) or []
-            except _GpuLost:
+                listed = get_field(nvml, "nvmlDeviceGetComputeRunningProcesses", device.handle)
+            except GpuLost:
                 continue
             parent_id = f"nvidia:{device.index}"
-            for proc in listed:
+            for proc in listed or []:
                 used = getattr(proc, "usedGpuMemory", None)
                 gi = getattr(proc, "gpuInstanceId", _NO_INSTANCE)
                 inst = by_gi.get(gi) if gi != _NO_INSTANCE else None
@@ -438,41 +349,18 @@ class NvmlReader:
             return False
         try:
             for device in self._devices or []:
-                _close_gpm(device)
+                close_gpm(device)
             self._devices = None
             return True
         finally:
             self._lock.release()
 
 
-def _mig_take(nvml: ModuleType, device: _Device, inst: _Instance) -> Callable[[Any], Any]:
+def _mig_take(nvml: ModuleType, device: Device, inst: Instance) -> Callable[[Any], Any]:
     def take(sample: Any) -> Any:
         return nvml.nvmlGpmMigSampleGet(device.handle, inst.gpu_instance_id, sample)
 
     return take
-
-
-def _close_gpm(device: _Device) -> None:
-    for sampler in [device.gpm, *(i.gpm for i in device.instances)]:
-        if sampler is not None:
-            sampler.close()
-    device.gpm = None
-    for inst in device.instances:
-        inst.gpm = None
-
-
-def _gpm_refusal(nvml: ModuleType, exc: BaseException) -> str:
-    """Plain words for why GPM said no."""
-    for cls_name, words in (
-        ("NVMLError_NoPermission", "no permission: profiling counters are restricted here"),
-        ("NVMLError_NotSupported", "not supported"),
-        ("NVMLError_FunctionNotFound", "the driver's NVML has no GPM (driver too old)"),
-        ("NVMLError_InUse", "the counters are in use by another profiler"),
-    ):
-        cls = getattr(nvml, cls_name, None)
-        if isinstance(cls, type) and isinstance(exc, cls):
-            return words
-    return str(exc) or type(exc).__name__
 
 
 _default_reader: NvmlReader | None = None

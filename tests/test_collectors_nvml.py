@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from gpusat_tui.collectors import nvidia_smi, nvml
-from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names, split_reasons
 from gpusat_tui.errors import ToolFailed, ToolMissing
 from gpusat_tui.model import CardReading
@@ -419,11 +418,6 @@ def test_live_source_gets_its_own_reader_primed_by_discovery(install: Any) -> No
     assert len(gpm_notes) == 1 and "GPU1" in gpm_notes[0], gpm_notes
     # Probe + 4 polls = 5 reads; enrich_every=3: process lists on reads 1 and 4.
     assert fake.calls["nvmlDeviceGetComputeRunningProcesses"] == 2 * 2
-
-
-def test_spec_without_new_reader_still_uses_reader() -> None:
-    spec = ToolSpec(tool="x", vendor="nvidia", names=(), reader=lambda: nvml.ToolReading())
-    assert spec.new_reader is None
 
 
 def test_closing_the_live_source_frees_the_gpm_buffers(install: Any) -> None:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.collectors.nvidia_throttle import split_reasons
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.model import (
     SCHEMA_VERSION,
@@ -100,6 +101,14 @@ class CheckCard(_Out):
     power_cap_w: float | None = None
     temp_c: Stats = Stats()
     verdict: CheckVerdict = CheckVerdict()
+    #: Addition: the part of the card this is (a MIG instance: "mig1"), null for a whole card.
+    instance: str | None = None
+    #: Addition: vendor figures from `CHECK_EXTRAS` (NVIDIA GPM: ``sm_active_pct``...), only
+    #: those the card gave at least once.
+    extras: dict[str, Stats] = {}
+    #: Addition: clock-event ("throttle") reasons -> the polls they were active in; {} when
+    #: they were read and never active, null when the tool gave none.
+    throttle: dict[str, int] | None = None
 
 
 class CheckProcess(_Out):
@@ -148,6 +157,12 @@ def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> s
 
 
 _FIGURES = ("util_pct", "mem_pct", "mem_used_mib", "power_w", "temp_c")
+#: Numeric ``CardReading.extras`` that ``check --json`` summarises per card (names agreed
+#: with the collectors: NVIDIA GPM counters).
+CHECK_EXTRAS: tuple[str, ...] = (
+    "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",
+    "fp16_active_pct", "fp32_active_pct", "fp64_active_pct",
+)
 
 
 @dataclass
@@ -160,6 +175,9 @@ class _CardAcc:
     )
     mem_total_mib: float | None = None
     power_cap_w: float | None = None
+    instance: str | None = None
+    extras: dict[str, RunningStats] = field(default_factory=dict)
+    throttle: dict[str, int] | None = None
 
 
 @dataclass
@@ -189,12 +207,15 @@ class CheckBuilder:
         for card in frame.cards:
             acc = self._cards.get(card.id)
             if acc is None:
-                acc = self._cards[card.id] = _CardAcc(card.vendor, card.index)
+                acc = self._cards[card.id] = _CardAcc(
+                    card.vendor, card.index, instance=card.instance
+                )
             acc.name = card.name or acc.name
             if card.stale_s is not None:
                 continue  # carried over from an earlier poll: not a new figure
             for name in _FIGURES:
                 acc.stats[name].add(getattr(card, name))
+            self._add_extras(acc, card.extras)
             if card.mem_total_mib is not None:
                 acc.mem_total_mib = card.mem_total_mib
             if card.power_cap_w is not None:
@@ -219,12 +240,26 @@ class CheckBuilder:
         for note in frame.notes:
             self._notes.setdefault(note, None)
 
+    @staticmethod
+    def _add_extras(acc: _CardAcc, extras: dict[str, float | str | None]) -> None:
+        for name in CHECK_EXTRAS:
+            value = extras.get(name)
+            if isinstance(value, (int, float)):
+                acc.extras.setdefault(name, RunningStats()).add(float(value))
+        reasons = extras.get("throttle")
+        if isinstance(reasons, str):
+            counts = acc.throttle if acc.throttle is not None else {}
+            for reason in split_reasons(reasons):
+                counts[reason] = counts.get(reason, 0) + 1
+            acc.throttle = counts
+
     def report(self, duration_s: float) -> CheckReport:
         verdicts = self.assessment.cards if self.assessment else {}
         order = {v: i for i, v in enumerate(VENDORS)}
         cards: list[CheckCard] = []
         for card_id, acc in sorted(
-            self._cards.items(), key=lambda kv: (order.get(kv[1].vendor, 99), kv[1].index)
+            self._cards.items(),
+            key=lambda kv: (order.get(kv[1].vendor, 99), kv[1].index, kv[1].instance or ""),
         ):
             verdict = verdicts.get(card_id) or Verdict()
             cards.append(
@@ -240,6 +275,9 @@ class CheckBuilder:
                         why=list(verdict.why), advice=list(verdict.advice),
                     ),
                     **{name: Stats(**acc.stats[name].as_dict()) for name in _FIGURES},
+                    instance=acc.instance,
+                    extras={k: Stats(**v.as_dict()) for k, v in acc.extras.items()},
+                    throttle=dict(acc.throttle) if acc.throttle is not None else None,
                 )
             )
         processes = [

@@ -75,6 +75,10 @@ class CardReading(_Model):
 
     vendor: Vendor
     index: int
+    #: A part of the physical card that a training rank sees as its own device (a MIG instance:
+    #: ``"mig1"``, the MIG device index nvidia-smi shows in its ``MIG Dev`` column). ``None``
+    #: for a whole card. Additive: ids of whole cards are unchanged.
+    instance: str | None = None
     name: str | None = None
     uuid: str | None = None
     bus_id: str | None = None
@@ -115,10 +119,12 @@ class CardReading(_Model):
     @property
     def id(self) -> str:
         """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``,
-        or ``host/vendor:index`` for a card with a ``host`` (the fleet view)."""
-        if self.host:
-            return f"{self.host}/{self.vendor}:{self.index}"
-        return f"{self.vendor}:{self.index}"
+        ``vendor:index/instance`` for a part of a card (``nvidia:0/mig1``), and ``host/...`` in
+        front for a card with a ``host`` (the fleet view)."""
+        card = f"{self.vendor}:{self.index}"
+        if self.instance is not None:
+            card = f"{card}/{self.instance}"
+        return f"{self.host}/{card}" if self.host else card
 
     @property
     def power_frac(self) -> float | None:
@@ -271,7 +277,8 @@ class Verdict(_Model):
 
     kind: VerdictKind = "unknown"
     #: For starving: "input-bound", "io-bound", "host-bound", "light-kernels" (busy reading at
-    #: low power, no host bottleneck) or "unknown"; "straggler" for imbalanced; else None.
+    #: low power, or low SM activity, no host bottleneck) or "unknown"; "straggler" or
+    #: "throttled" (the lagging card's clocks held down) for imbalanced; else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

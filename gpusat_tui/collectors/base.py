@@ -65,6 +65,11 @@ class Query:
     #: For a required query: what to run instead when this one is refused (an older tool
     #: without ``--query-gpu``, say). Once used, the fallback stays for the session.
     fallback: Query | None = None
+    #: As a fallback: tried only when the refused query's output contains this text (the
+    #: refusal names what it did not know: nvidia-smi's ``Field "clocks_event_reasons.active"
+    #: is not a valid field to query``). Otherwise the chain goes on past it, so a transient
+    #: failure does not drop a field for the session. None: always tried.
+    only_after: str | None = None
     #: Run once per card, with ``{index}`` in ``args`` replaced by each card's index from the
     #: required queries (``npu-smi info -t usages -i {index}``). Only for optional queries.
     #: Other ``{name}`` placeholders are filled from the card's ``extras`` (see `card_args`):
@@ -137,6 +142,10 @@ class ToolSpec:
     #: In-process reader (NVML) used instead of running ``queries``: called in a worker
     #: thread, raises ToolMissing when its library is absent so the group falls back.
     reader: Callable[[], ToolReading] | None = None
+    #: Makes a fresh in-process reader for one live source, given its ``enrich_every`` (a
+    #: reader that keeps state between polls: NVML's static fields, GPM samples, the last
+    #: process list). When set, the live source uses it instead of ``reader``.
+    new_reader: Callable[[int], Callable[[], ToolReading]] | None = None
     #: A streaming mode (`Stream`): the only way to read tools that have no one-shot view
     #: (tegrastats, neuron-monitor); for others it replaces the required queries while the
     #: optional ones (process lists) are still called every few polls.
@@ -290,16 +299,17 @@ def resolve_process_cards(
 
 
 def merge_cards(base: Iterable[CardReading], extra: Iterable[CardReading]) -> list[CardReading]:
-    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by index.
+    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by card id.
 
     The default view wins where both have a figure; extras are merged. Cards only the
     enrichment knows are not added: the default view is the source of truth for which cards
     exist.
     """
-    by_index = {c.index: c for c in extra}
+    # By id, not index: the parts of one card (MIG instances) share its index.
+    by_id = {c.id: c for c in extra}
     merged: list[CardReading] = []
     for card in base:
-        other = by_index.get(card.index)
+        other = by_id.get(card.id)
         if other is None:
             merged.append(card)
             continue

@@ -137,8 +137,11 @@ class _ToolState:
     required: list[Query]
     optional: list[Query]
     answered: bool = False
-    #: index -> (last good reading, clock time it was read)
-    last_good: dict[int, tuple[CardReading, float]] = field(default_factory=dict)
+    #: card id -> (last good reading, clock time it was read)
+    last_good: dict[str, tuple[CardReading, float]] = field(default_factory=dict)
+    #: The in-process reader this source uses (``spec.new_reader(enrich_every)`` or
+    #: ``spec.reader``); None for executables.
+    reader: Callable[[], ToolReading] | None = None
     #: A thread still running an in-process reader that timed out.
     busy_reader: asyncio.Future[ToolReading] | None = None
     #: Polls left before the per-card enrichments run again (0: on this poll).
@@ -249,8 +252,13 @@ class LiveSource:
         self.tools = {}
         self.searched = {}
         for spec in self._all_specs():
-            if spec.reader is not None:
-                exe = IN_PROCESS if self._probe_reader(spec) else None
+            reader: Callable[[], ToolReading] | None = None
+            if spec.new_reader is not None:
+                reader = spec.new_reader(self.enrich_every)
+            elif spec.reader is not None:
+                reader = spec.reader
+            if reader is not None:
+                exe = IN_PROCESS if self._probe_reader(spec, reader) else None
             else:
                 exe, searched = find_executable(spec, self.overrides, self.path)
                 self.searched[spec.tool] = searched
@@ -261,6 +269,7 @@ class LiveSource:
             stream = stream_for(spec, required, self.streams)
             states.setdefault(spec.group or spec.tool, []).append(
                 _ToolState(spec=spec, exe=exe, required=required, optional=optional,
+                           reader=reader,
                            stream=StreamPoll(spec.tool, exe, stream, self.interval,
                                              self.timeout) if stream is not None else None)
             )
@@ -270,11 +279,11 @@ class LiveSource:
             raise ToolMissing(self.missing_message())
         return dict(self.tools)
 
-    def _probe_reader(self, spec: ToolSpec) -> bool:
-        """An in-process reader (NVML) is "found" when its library loads."""
-        assert spec.reader is not None
+    def _probe_reader(self, spec: ToolSpec, reader: Callable[[], ToolReading]) -> bool:
+        """An in-process reader (NVML) is "found" when its library loads. Its notes (no GPM
+        counters here, say) go on the first Frame."""
         try:
-            reading = spec.reader()
+            reading = reader()
         except ToolMissing as exc:
             self.searched[spec.tool] = [f"in-process library ({exc})"]
             return False
@@ -282,6 +291,7 @@ class LiveSource:
             self.searched[spec.tool] = [f"in-process library ({type(exc).__name__}: {exc})"]
             return False
         self.versions[spec.tool] = reading.version
+        self._pending_notes.extend(n for n in reading.notes if n not in self._pending_notes)
         return True
 
     def missing_message(self) -> str:
@@ -395,6 +405,13 @@ class LiveSource:
             # closing can never hang the caller.
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(inflight), 5.0)
+        for group in self._groups or []:
+            for state in group:
+                # A per-source in-process reader frees what it holds (NVML's GPM buffers).
+                close = getattr(state.reader, "close", None)
+                if state.spec.new_reader is not None and callable(close):
+                    with contextlib.suppress(Exception):
+                        close()
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -478,7 +495,7 @@ class LiveSource:
             res.cards = self._carry_stale(state)
             return res
         try:
-            if spec.reader is not None:
+            if state.reader is not None:
                 reading = await self._run_reader(state)
             else:
                 reading = await self._run_queries(state, res)
@@ -493,7 +510,7 @@ class LiveSource:
         except (_Refused, _Failed) as exc:
             error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
             res.errors.append(error)
-            if exc.kind == "timeout" and spec.reader is None and state.stream is None:
+            if exc.kind == "timeout" and state.reader is None and state.stream is None:
                 self._back_off(state, error, res)
             else:
                 state.hangs = 0
@@ -507,15 +524,15 @@ class LiveSource:
         if reading.version:
             self.versions[spec.tool] = reading.version
         cards = [c if c.tool else c.model_copy(update={"tool": spec.tool}) for c in reading.cards]
-        now_indices = {c.index for c in cards}
-        for index, (old, _) in list(state.last_good.items()):
-            if index not in now_indices:
+        now_ids = {c.id for c in cards}
+        for card_id, (old, _) in list(state.last_good.items()):
+            if card_id not in now_ids:
                 res.notes.append(f"card {old.id} no longer listed by {spec.tool}")
-                del state.last_good[index]
+                del state.last_good[card_id]
         if state.stream_t_read is not None:
             t_read = state.stream_t_read  # when the record arrived, not when it was read
         for card in cards:
-            state.last_good[card.index] = (card, t_read)
+            state.last_good[card.id] = (card, t_read)
         res.cards = cards
         res.processes = resolve_process_cards(cards, reading.processes)
         res.notes.extend(n for n in reading.notes if n not in res.notes)
@@ -549,10 +566,10 @@ class LiveSource:
 
     async def _run_reader(self, state: _ToolState) -> ToolReading:
         spec = state.spec
-        assert spec.reader is not None
+        assert state.reader is not None
         if state.busy_reader is not None and not state.busy_reader.done():
             raise _Failed(f"{spec.tool} is still busy with an earlier poll", "timeout")
-        future = asyncio.ensure_future(asyncio.to_thread(spec.reader))
+        future = asyncio.ensure_future(asyncio.to_thread(state.reader))
         state.busy_reader = future
         try:
             # A thread cannot be killed: on timeout it is left to finish and not restarted
@@ -633,16 +650,29 @@ class LiveSource:
         except _Refused as refused:
             if query.fallback is None:
                 raise
-            try:
-                reading = await self._call(state, query.fallback, query.fallback.args)
-            except (_Refused, _Failed):
-                raise refused from None
-            # The fallback answered: it replaces the refused query for the whole session.
-            state.required[index] = query.fallback
-            self._pending_notes.append(
-                f"{state.spec.tool} refused {query.name} ({refused}); using {query.fallback.name}"
-            )
-            return reading
+            # Down the fallback chain (nvidia-smi: csv with clock-event reasons, with the old
+            # throttle-reason name, without either, the table): the first that answers
+            # replaces the refused query for the whole session.
+            fallback: Query | None = query.fallback
+            said = refused.raw if refused.raw is not None else str(refused)
+            while fallback is not None:
+                if fallback.only_after is not None and fallback.only_after not in said:
+                    fallback = fallback.fallback  # not what this link is for
+                    continue
+                try:
+                    reading = await self._call(state, fallback, fallback.args)
+                except _Failed:
+                    raise refused from None
+                except _Refused as again:
+                    said = again.raw if again.raw is not None else str(again)
+                    fallback = fallback.fallback
+                    continue
+                state.required[index] = fallback
+                self._pending_notes.append(
+                    f"{state.spec.tool} refused {query.name} ({refused}); using {fallback.name}"
+                )
+                return reading
+            raise refused from None
 
     async def _run_queries(self, state: _ToolState, res: _Poll) -> ToolReading:
         plain_optional = [q for q in state.optional if not q.per_card]

@@ -322,12 +322,14 @@ def render_human(report: CheckReport) -> str:
 # --- running ---------------------------------------------------------------------------------
 
 
-def _recording_source(path: str, source: Any) -> Any:
+def _recording_source(path: str, source: Any, args: Any = None) -> Any:
     """Wrap the live source so that every Frame is also appended to ``path`` (JSONL)."""
-    from gpusat_tui.sources.recorder import RecordingSource, make_header
+    from gpusat_tui.sources.recorder import RecordingSource, make_header, rotation_limits
 
     tools = {tool: source.versions.get(tool) for tool in source.tools}
-    return RecordingSource(source, path, make_header(tools, source.interval))
+    return RecordingSource(
+        source, path, make_header(tools, source.interval), **rotation_limits(args)
+    )
 
 
 async def _collect(
@@ -385,7 +387,7 @@ def run_check(args: argparse.Namespace) -> int:
     polled: Any = source
     if getattr(args, "record", None):
         try:
-            polled = _recording_source(args.record, source)
+            polled = _recording_source(args.record, source, args)
         except GpusatError as exc:  # RecordingError: the file cannot be written
             print(f"gpusat-tui check: {exc}", file=sys.stderr)
             return 2

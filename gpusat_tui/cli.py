@@ -6,6 +6,7 @@ The UI is imported lazily so that ``check`` and ``report`` never load Textual.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 
@@ -43,6 +44,43 @@ def positive_int(text: str) -> int:
     return value
 
 
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_AGE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def byte_size(text: str) -> int:
+    """``--record-max-size``: ``500M``, ``2G``, ``1048576`` (binary units; a trailing B is fine)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected a size like 500M or 2G, got {text!r}")
+    value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    if value < 4096:
+        raise argparse.ArgumentTypeError(f"a part must be at least 4K, got {text!r}")
+    return value
+
+
+def duration(text: str) -> float:
+    """``--record-max-age``: ``90s``, ``30m``, ``6h``, ``1d`` (a bare number is seconds)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected a duration like 30m, 6h or 1d, got {text!r}")
+    value = float(match.group(1)) * _AGE_UNITS[match.group(2).lower()]
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 s, got {text!r}")
+    return value
+
+
+def _add_rotation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--record-max-size", type=byte_size, default=None, metavar="SIZE",
+        help="start the next part of the recording (run.0001.jsonl.zst...) at this size",
+    )
+    parser.add_argument(
+        "--record-max-age", type=duration, default=None, metavar="DURATION",
+        help="start the next part of the recording after this long (e.g. 6h, 1d)",
+    )
+
+
 def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument(
@@ -71,8 +109,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gpusat-tui {__version__}")
     _add_polling_options(parser)
-    parser.add_argument("--record", metavar="FILE.jsonl", help="record the session to a file")
-    parser.add_argument("--replay", metavar="FILE.jsonl", help="replay a recorded session")
+    parser.add_argument(
+        "--record", metavar="FILE.jsonl",
+        help="record the session to a file (.jsonl.zst: zstd, .jsonl.gz: gzip, else plain)",
+    )
+    _add_rotation_options(parser)
+    parser.add_argument(
+        "--replay", metavar="FILE.jsonl", action="append",
+        help="replay a recorded session (repeatable, globs allowed: the parts of one session)",
+    )
+    parser.add_argument(
+        "--follow", action="store_true",
+        help="with --replay: keep reading what a live recorder appends, across its rotations",
+    )
     parser.add_argument(
         "--speed", type=positive_float, default=1.0, help="replay speed factor (default 1)"
     )
@@ -90,9 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+    _add_rotation_options(check)
 
     report = sub.add_parser("report", help="summarise a recorded session")
-    report.add_argument("file", metavar="FILE.jsonl")
+    report.add_argument(
+        "file", metavar="FILE.jsonl", nargs="+",
+        help="a recording (plain, .gz or .zst), or the parts of one session (names or globs)",
+    )
     report.add_argument("--json", action="store_true", help="print one JSON object")
     report.add_argument(
         "--width", type=int, default=None, help="chart width in columns (default: terminal)"
@@ -109,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             setattr(args, name, default)
     args.tool = dict(args.tool or [])
     args.pid = list(args.pid or [])
+    if getattr(args, "follow", False) and not getattr(args, "replay", None):
+        parser.error("--follow needs --replay FILE")
     if args.command == "check":
         from gpusat_tui.check import run_check
 

@@ -223,3 +223,5 @@ class RecordingHeader(_Model):
     tools: dict[str, str | None] = Field(default_factory=dict)
     interval_s: float | None = None
     started_at: float | None = None
+    #: Part number of a rotated recording (0: the first file; 1 for ``run.0001.jsonl.zst``...).
+    part: int = 0

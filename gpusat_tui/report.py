@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +43,8 @@ from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.check import CheckBuilder, CheckCard, CheckReport, CheckVerdict, overall_verdict
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
-from gpusat_tui.sources.replay import FrameReader, read_recording
+from gpusat_tui.sources.codec import stream_size
+from gpusat_tui.sources.replay import FrameReader, RecordingPaths, last_frame, read_recording
 
 __all__ = [
     "EXACT_CARD_POLLS",
@@ -265,37 +267,14 @@ def _figures(frame: Frame, t0: float, timeline: _Timeline) -> None:
                      card.mem_pct)
 
 
-def _last_frame(path: Path, data_start: int) -> Frame | None:
-    """The file's last good frame, read from its tail (cheap on any size)."""
-    size = path.stat().st_size
-    span = 256 * 1024
-    with path.open("rb") as fh:
-        while True:
-            start = max(data_start, size - span)
-            fh.seek(start)
-            pieces = fh.read(size - start).split(b"\n")
-            if start > data_start:
-                pieces = pieces[1:]
-            for line in reversed(pieces):
-                if line.strip():
-                    try:
-                        return Frame.model_validate_json(line)
-                    except ValueError:
-                        continue
-            if start <= data_start:
-                return None
-            span *= 4
-
-
-def _count_lines(path: Path, start: int) -> int:
+def _count_lines(fh: IO[bytes], start: int) -> int:
     """Non-empty lines from ``start``: a fast byte count, no parsing."""
     count = 0
     last = b"\n"
-    with path.open("rb") as fh:
-        fh.seek(start)
-        while chunk := fh.read(8 * 1024 * 1024):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
+    fh.seek(start)
+    while chunk := fh.read(8 * 1024 * 1024):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
     return count + (0 if last == b"\n" else 1)
 
 
@@ -308,7 +287,7 @@ def _interval(header: RecordingHeader, first: Frame, second: Frame | None) -> fl
 
 
 def analyse(
-    path: str | os.PathLike[str],
+    path: RecordingPaths,
     *,
     window_s: float = 30.0,
     bins: int = 100,
@@ -316,8 +295,8 @@ def analyse(
     max_windows: int = MAX_WINDOWS,
 ) -> SessionReport:
     """Read and judge a recording (see the module docstring for the two ways)."""
-    path = Path(path)
     header, reader = read_recording(path, check_unknown=False)
+    path = reader.path
     with reader:
         data_start = reader.tell()
         first = reader.read_frame()
@@ -325,8 +304,8 @@ def analyse(
             raise RecordingError(f"{path} has a header but no frames: nothing to report")
         first_offset = reader.last_offset
         first_len = max(1, reader.tell() - first_offset)
-        last = _last_frame(path, data_start) or first
-        size = path.stat().st_size
+        last = last_frame(reader.fh, data_start) or first
+        size = stream_size(reader.fh)
         est_polls = max(1, (size - first_offset) // first_len)
         n_cards = max(1, len(first.cards))
         t0 = first.t
@@ -401,8 +380,8 @@ def _analyse_windows(
     cards: dict[str, _Runs] = {}
     job = _Runs()
     t0 = first.t
-    size = path.stat().st_size
     fh = reader.fh
+    size = stream_size(fh)
     span = max(0.0, last.t - t0)
     n_windows = max(1, min(max_windows, math.ceil(span / window_s) if window_s > 0 else 1))
     starts: list[tuple[float, Assessment]] = []
@@ -443,7 +422,7 @@ def _analyse_windows(
         # lines (0.3 s). Bad lines that were read are not samples.
         samples = last.seq - first.seq + 1 - reader.skipped
     else:  # no usable counter (files joined, or an old writer): count the lines
-        samples = _count_lines(path, data_start) - reader.skipped
+        samples = _count_lines(fh, data_start) - reader.skipped
     return SessionReport(
         path=path, header=header, builder=builder,
         judged=f"{len(starts)} sampled windows of {window_s:g} s",

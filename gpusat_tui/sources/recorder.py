@@ -13,14 +13,21 @@ Durability, and what it costs:
   at once, and the reader would see at worst one truncated *last* line, which it skips.)
 * No ``fsync`` per line: it costs milliseconds per poll on a real disk and only protects against
   a power cut or kernel crash, not against the process dying. `Recorder.close` fsyncs once.
+* Compressed recordings (a name ending in ``.zst`` or ``.gz``) keep both promises: every line is
+  compressed, flushed and written in one ``os.write`` at once; blocks and their index records are
+  `codec`'s business.
+* Rotation (``max_bytes`` / ``max_age_s``): when the current file reaches either, it is closed
+  (fsynced) and the next part ``run.0001.jsonl.zst``, ``run.0002...`` starts with the same
+  header (``part`` counts up). The reader joins the parts back into one session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from gpusat_tui import __version__
@@ -28,8 +35,9 @@ from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.closing import ClosedOnExit
+from gpusat_tui.sources.codec import BlockWriter, format_for_name, part_path
 
-__all__ = ["Recorder", "RecordingSource", "make_header"]
+__all__ = ["Recorder", "RecordingSource", "make_header", "rotation_limits"]
 
 
 def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeader:
@@ -47,6 +55,14 @@ def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeade
     )
 
 
+def rotation_limits(args: object) -> dict[str, float | int | None]:
+    """``max_bytes`` / ``max_age_s`` for a `RecordingSource` from parsed CLI options."""
+    return {
+        "max_bytes": getattr(args, "record_max_size", None),
+        "max_age_s": getattr(args, "record_max_age", None),
+    }
+
+
 class Recorder(ClosedOnExit):
     """Append Frames to a JSONL file, one whole line per ``os.write``; a context manager.
 
@@ -54,24 +70,72 @@ class Recorder(ClosedOnExit):
     killed before its first poll still leaves a valid (empty) recording.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: RecordingHeader) -> None:
-        self.path = Path(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: RecordingHeader,
+        *,
+        max_bytes: int | None = None,
+        max_age_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        #: The first part's path (the name the user gave); `path` is the part being written.
+        self.base_path = Path(path)
+        self.path = self.base_path
         self.header = header
         self.frames_written = 0
+        #: Bytes on disk in the current part (compressed bytes for a compressed recording).
         self.bytes_written = 0
+        self.max_bytes = max_bytes
+        self.max_age_s = max_age_s
+        self.part = 0
+        #: Paths of the parts written so far, the current one last.
+        self.parts: list[Path] = []
+        self._clock = clock
+        self._fd: int | None = None
+        self._blocks: BlockWriter | None = None
+        self._open_part()
+
+    def _open_part(self) -> None:
+        """Open the current part (truncating it) and write the header as its first line."""
+        self.path = part_path(self.base_path, self.part)
         try:
-            self._fd: int | None = os.open(
+            self._fd = os.open(
                 self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644
             )
         except OSError as exc:
             raise RecordingError(f"cannot record to {self.path}: {exc.strerror or exc}") from exc
-        self._write_line(header.model_dump_json())
+        fmt = format_for_name(self.base_path)
+        self._blocks = None if fmt == "plain" else BlockWriter(self._fd, fmt)
+        self.parts.append(self.path)
+        self.bytes_written = 0
+        self._opened_at = self._clock()
+        if self.part:
+            self.header = self.header.model_copy(
+                update={"part": self.part, "started_at": time.time()}
+            )
+        self._write_header()
+
+    def _write_header(self) -> None:
+        self._write_line(self.header.model_dump_json())
+        self._end_block()  # the header is a block of its own: read without decompressing more
+
+    def _end_block(self) -> None:
+        if self._blocks is None or self._fd is None:
+            return
+        try:
+            self.bytes_written += self._blocks.end_block()
+        except OSError as exc:
+            raise RecordingError(f"cannot write to {self.path}: {exc.strerror or exc}") from exc
 
     def _write_line(self, text: str) -> None:
         if self._fd is None:
             raise RecordingError(f"recording {self.path} is already closed")
         data = (text + "\n").encode("utf-8")
         try:
+            if self._blocks is not None:
+                self.bytes_written += self._blocks.write_line(data)
+                return
             written = os.write(self._fd, data)
             # A short write on a regular file needs a full disk or a signal at a bad moment;
             # finish the line rather than leave a torn one in the middle of the file.
@@ -80,6 +144,16 @@ class Recorder(ClosedOnExit):
         except OSError as exc:
             raise RecordingError(f"cannot write to {self.path}: {exc.strerror or exc}") from exc
         self.bytes_written += len(data)
+
+    def _due_for_rotation(self) -> bool:
+        if self.max_bytes is not None and self.bytes_written >= self.max_bytes:
+            return True
+        return self.max_age_s is not None and self._clock() - self._opened_at >= self.max_age_s
+
+    def _rotate(self) -> None:
+        self._close_part()
+        self.part += 1
+        self._open_part()
 
     def update_header(self, header: RecordingHeader) -> None:
         """Rewrite the header, allowed only before the first frame (tool versions are known
@@ -91,11 +165,19 @@ class Recorder(ClosedOnExit):
             raise RecordingError("the header can only change before the first frame")
         os.ftruncate(self._fd, 0)
         self.bytes_written = 0
+        if self._blocks is not None:
+            self._blocks.reset()
         self.header = header
-        self._write_line(header.model_dump_json())
+        self._write_header()
 
     def write(self, frame: Frame) -> None:
-        """Append one Frame as one line; it is in the kernel's hands when this returns."""
+        """Append one Frame as one line; it is in the kernel's hands when this returns.
+
+        A part that reached ``max_bytes`` or ``max_age_s`` is closed first and the frame
+        starts the next one.
+        """
+        if self.frames_written and self._due_for_rotation():
+            self._rotate()
         self._write_line(frame.model_dump_json())
         self.frames_written += 1
 
@@ -104,9 +186,15 @@ class Recorder(ClosedOnExit):
         return self._fd is None
 
     def close(self) -> None:
-        """Fsync once and close; closing twice is harmless."""
+        """End the open block, fsync once and close; closing twice is harmless."""
+        self._close_part()
+
+    def _close_part(self) -> None:
         if self._fd is None:
             return
+        # A failed block end loses nothing: the reader decodes an unfinished block.
+        with contextlib.suppress(RecordingError):
+            self._end_block()
         fd, self._fd = self._fd, None
         try:
             os.fsync(fd)
@@ -128,10 +216,16 @@ class RecordingSource:
     """
 
     def __init__(
-        self, inner: FrameSource, path: str | os.PathLike[str], header: RecordingHeader
+        self,
+        inner: FrameSource,
+        path: str | os.PathLike[str],
+        header: RecordingHeader,
+        *,
+        max_bytes: int | None = None,
+        max_age_s: float | None = None,
     ) -> None:
         self.inner = inner
-        self.recorder = Recorder(path, header)
+        self.recorder = Recorder(path, header, max_bytes=max_bytes, max_age_s=max_age_s)
 
     @property
     def label(self) -> str:

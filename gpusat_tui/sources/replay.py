@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -43,6 +43,14 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.sources.closing import ClosedOnExit
+from gpusat_tui.sources.codec import (
+    open_logical,
+    open_stream,
+    part_path,
+    refresh_stream,
+    session_paths,
+    stream_size,
+)
 
 __all__ = ["SPEEDS", "FrameReader", "ReplaySource", "read_recording"]
 
@@ -57,6 +65,8 @@ MAX_GAP_INTERVALS = 5.0
 _SCAN_BYTES = 64 * 1024
 #: How much of the file's end to read first when looking for the last frame.
 _TAIL_BYTES = 256 * 1024
+#: Following a live recording: how often to look for new lines.
+FOLLOW_POLL_S = 0.5
 
 _NESTED: dict[str, type] = {
     "cards": CardReading,
@@ -156,6 +166,8 @@ class FrameReader(ClosedOnExit):
         self._bad_offsets: set[int] = set()
         #: Byte offset where the last returned frame's line started.
         self.last_offset = 0
+        #: Reading a recording that is still being written (see `read_frame`).
+        self.follow = False
 
     # -- position --------------------------------------------------------------------------
     @property
@@ -219,12 +231,19 @@ class FrameReader(ClosedOnExit):
         return frame
 
     def read_frame(self) -> Frame | None:
-        """The next good Frame, or None at the end of the file."""
+        """The next good Frame, or None at the end of the file.
+
+        With ``follow`` set, a last line without its newline is a line still being written:
+        it is left for the next call instead of being counted as truncated.
+        """
         fh = self.fh
         while True:
             offset = fh.tell()
             line = fh.readline()
             if not line:
+                return None
+            if self.follow and not line.endswith(b"\n"):
+                fh.seek(offset)
                 return None
             if self.line_no is not None:
                 self.line_no += 1
@@ -256,7 +275,7 @@ class FrameReader(ClosedOnExit):
     @property
     def notes(self) -> list[str]:
         """Plain words for the status line / report about what was skipped or ignored."""
-        notes: list[str] = []
+        notes: list[str] = list(getattr(getattr(self._fh, "raw", None), "notes", []) or [])
         if self.skipped:
             notes.append(
                 f"{self.skipped} bad line{'s' if self.skipped != 1 else ''} skipped"
@@ -271,32 +290,63 @@ class FrameReader(ClosedOnExit):
         return notes
 
 
-def _open(path: Path) -> IO[bytes]:
-    if path.is_dir():
-        raise RecordingError(f"{path} is a folder, not a recording")
+RecordingPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def last_frame(fh: IO[bytes], data_start: int) -> Frame | None:
+    """The last good frame of a recording stream, read from its tail (cheap on any size).
+
+    The stream's position is kept, so the reader using it can go on where it was.
+    """
+    size = stream_size(fh)
+    here = fh.tell()
+    span = _TAIL_BYTES
     try:
-        return path.open("rb")
-    except OSError as exc:
-        raise RecordingError(f"cannot open {path}: {exc.strerror or exc}") from None
+        while True:
+            start = max(data_start, size - span)
+            fh.seek(start)
+            lines = fh.read(size - start).split(b"\n")
+            if start > data_start:
+                lines = lines[1:]  # the first piece may be the end of a longer line
+            for line in reversed(lines):
+                if not line.strip():
+                    continue
+                try:
+                    return Frame.model_validate_json(line)
+                except ValueError:
+                    continue
+            if start <= data_start:
+                return None
+            span *= 4
+    finally:
+        fh.seek(here)
 
 
 def read_recording(
-    path: str | os.PathLike[str], *, check_unknown: bool = True
+    path: RecordingPaths, *, check_unknown: bool = True, with_parts: bool = False
 ) -> tuple[RecordingHeader, FrameReader]:
     """Open a recording: its header, and a streaming iterator of its good Frames.
 
-    Raises `RecordingError` (one clear message) for a file that cannot be read at all. The
-    iterator closes the file when exhausted; close it yourself (or use ``with``) if you stop
-    early. Unknown header fields are reported in the reader's ``unknown_fields``.
+    ``path`` is one file (plain, gzip or zstd: told by its first bytes) or several names and
+    globs: the parts of one session (rotated files), joined in time order. ``with_parts`` adds
+    the rotated parts of the first file that exist. Raises `RecordingError` (one clear message)
+    for a file that cannot be read at all. The iterator closes the file when exhausted; close
+    it yourself (or use ``with``) if you stop early. Unknown header fields are reported in the
+    reader's ``unknown_fields``.
     """
-    path = Path(path)
-    fh = _open(path)
+    paths = session_paths(path, with_parts=with_parts)
+    if not paths:
+        raise RecordingError("no recording given")
+    logical = open_logical(paths)
+    fh = open_stream(logical)
     try:
-        header, unknown = _parse_header(path, fh.readline())
+        header, unknown = _parse_header(paths[0], fh.readline())
+        for i, part in enumerate(paths[1:], start=1):
+            _parse_header(part, fh.raw.part_header(i))  # type: ignore[attr-defined]
     except BaseException:
         fh.close()
         raise
-    reader = FrameReader(fh, path, line_no=1, check_unknown=check_unknown)
+    reader = FrameReader(fh, paths[0], line_no=1, check_unknown=check_unknown)
     reader.unknown_fields.update(unknown)
     return header, reader
 
@@ -317,7 +367,7 @@ class ReplaySource:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: RecordingPaths,
         speed: float = 1.0,
         realtime: bool = True,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -325,9 +375,17 @@ class ReplaySource:
         *,
         hold_at_end: bool | None = None,
         check_unknown: bool = True,
+        follow: bool = False,
+        follow_poll_s: float = FOLLOW_POLL_S,
     ) -> None:
-        self.path = Path(path)
-        self.header, self._reader = read_recording(self.path, check_unknown=check_unknown)
+        self.header, self._reader = read_recording(
+            path, check_unknown=check_unknown, with_parts=follow
+        )
+        self.path = self._reader.path
+        #: Keep reading what a live recorder appends (and its next rotated parts).
+        self.follow = follow
+        self._reader.follow = follow
+        self._follow_poll_s = follow_poll_s
         self._data_start = self._reader.tell()
         self.realtime = realtime
         self.hold_at_end = realtime if hold_at_end is None else hold_at_end
@@ -353,7 +411,16 @@ class ReplaySource:
     # -- what the status line shows ---------------------------------------------------------
     @property
     def label(self) -> str:
-        return f"replay {self.path.name}"
+        parts = len(self.paths)
+        name = self.path.name if parts < 2 else f"{self.path.name} (+{parts - 1} parts)"
+        return f"following {name}" if self.follow else f"replay {name}"
+
+    @property
+    def paths(self) -> list[Path]:
+        """The files of the session (more appear while following a rotating recorder)."""
+        if self._reader.closed:
+            return [self.path]
+        return list(getattr(self._reader.fh.raw, "paths", [self.path]))
 
     @property
     def skipped(self) -> int:
@@ -394,34 +461,16 @@ class ReplaySource:
         return max(0.0, last - self._t0)
 
     def _last_t(self) -> float | None:
-        try:
-            size = self.path.stat().st_size
-        except OSError:
+        if self._reader.closed:
             return self._tail_cache[1]
+        fh = self._reader.fh
+        refresh_stream(fh)  # the file may still be growing
+        size = stream_size(fh)
         if size == self._tail_cache[0]:
             return self._tail_cache[1]
-        last: float | None = None
-        span = _TAIL_BYTES
-        with self.path.open("rb") as fh:
-            while True:
-                start = max(self._data_start, size - span)
-                fh.seek(start)
-                lines = fh.read(size - start).split(b"\n")
-                if start > self._data_start:
-                    lines = lines[1:]  # the first piece may be the end of a longer line
-                for line in reversed(lines):
-                    if not line.strip():
-                        continue
-                    try:
-                        last = Frame.model_validate_json(line).t
-                        break
-                    except ValueError:
-                        continue
-                if last is not None or start <= self._data_start:
-                    break
-                span *= 4
-        self._tail_cache = (size, last)
-        return last
+        last = last_frame(fh, self._data_start)
+        self._tail_cache = (size, None if last is None else last.t)
+        return self._tail_cache[1]
 
     # -- controls ---------------------------------------------------------------------------
     @property
@@ -497,7 +546,7 @@ class ReplaySource:
 
     def _offset_for(self, abs_t: float) -> int:
         """Byte offset of the first line whose frame has ``t >= abs_t`` (bisect on bytes)."""
-        size = os.fstat(self._reader.fh.fileno()).st_size
+        size = stream_size(self._reader.fh)
         lo, hi = self._data_start, size
         while hi - lo > _SCAN_BYTES:
             mid = (lo + hi) // 2
@@ -574,6 +623,30 @@ class ReplaySource:
             remaining -= (now - last) * self._speed
             last = now
 
+    async def _await_growth(self) -> None:
+        """Following: wait until the recorder appended a line or started its next part."""
+        assert self._wake is not None
+        while not self._closed and self._seek_target is None:
+            self._wake.clear()
+            if refresh_stream(self._reader.fh) or self._next_part():
+                return
+            await self._nap(self._follow_poll_s)
+
+    def _next_part(self) -> bool:
+        """Add the recorder's next rotated part once it exists; True if one was added."""
+        raw = self._reader.fh.raw
+        paths = getattr(raw, "paths", None)
+        if not paths:
+            return False
+        candidate = part_path(paths[0], len(paths))
+        if not candidate.exists():
+            return False
+        try:
+            raw.add_part(candidate)  # type: ignore[attr-defined]
+        except RecordingError:
+            return False  # not readable yet (its header is being written): next time
+        return True
+
     def _next(self) -> Frame | None:
         if self._pending is not None:
             frame, self._pending = self._pending, None
@@ -591,6 +664,10 @@ class ReplaySource:
                 self._do_seek()
                 prev_t = None  # the frame sought to is shown at once, even when paused
             frame = self._next()
+            if frame is None and self.follow and not self._reader.closed:
+                self.at_end = True
+                await self._await_growth()
+                continue
             if frame is None:
                 self.at_end = True
                 if not self.hold_at_end or self._t0 is None:  # no frame at all: nothing to seek
@@ -606,6 +683,8 @@ class ReplaySource:
                     return
                 continue  # a seek came in while waiting: this frame is dropped
             prev_t = frame.t
+            if self._t0 is None:  # following a recording that had no frame yet
+                self._t0 = frame.t
             self._current = frame
             yield frame
 

@@ -549,7 +549,9 @@ def build_app(args: Namespace) -> GpusatApp:
     if getattr(args, "replay", None):
         from gpusat_tui.sources.replay import ReplaySource
 
-        source = ReplaySource(args.replay, speed=args.speed)
+        source = ReplaySource(
+            args.replay, speed=args.speed, follow=getattr(args, "follow", False)
+        )
     else:
         from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 
@@ -574,13 +576,13 @@ def build_app(args: Namespace) -> GpusatApp:
             )
             record = None  # recording a replayed demo would only copy the demo
     if record:
-        from gpusat_tui.sources.recorder import RecordingSource, make_header
+        from gpusat_tui.sources.recorder import RecordingSource, make_header, rotation_limits
 
         tools = dict(getattr(source, "versions", {}) or {})
         for tool in getattr(source, "tools", {}) or {}:
             tools.setdefault(tool, None)
         header = make_header(tools, args.interval)
-        source = RecordingSource(source, record, header)
+        source = RecordingSource(source, record, header, **rotation_limits(args))
     return GpusatApp(source, interval=interval, banner=banner)
 
 

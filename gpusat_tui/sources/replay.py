@@ -168,6 +168,7 @@ class FrameReader(ClosedOnExit):
         self.last_offset = 0
         #: Reading a recording that is still being written (see `read_frame`).
         self.follow = False
+        self._stream_notes: list[str] = []
 
     # -- position --------------------------------------------------------------------------
     @property
@@ -269,13 +270,20 @@ class FrameReader(ClosedOnExit):
 
     def close(self) -> None:
         if self._fh is not None:
+            self._stream_notes = self._read_stream_notes()
             self._fh.close()
             self._fh = None
+
+    def _read_stream_notes(self) -> list[str]:
+        """What the file layer has to say (damaged compressed blocks), kept past close."""
+        if self._fh is None:
+            return self._stream_notes
+        return list(getattr(getattr(self._fh, "raw", None), "notes", None) or [])
 
     @property
     def notes(self) -> list[str]:
         """Plain words for the status line / report about what was skipped or ignored."""
-        notes: list[str] = list(getattr(getattr(self._fh, "raw", None), "notes", []) or [])
+        notes = self._read_stream_notes()
         if self.skipped:
             notes.append(
                 f"{self.skipped} bad line{'s' if self.skipped != 1 else ''} skipped"
@@ -667,6 +675,7 @@ class ReplaySource:
             if frame is None and self.follow and not self._reader.closed:
                 self.at_end = True
                 await self._await_growth()
+                prev_t = None  # caught up with the recorder: show what it adds as it comes
                 continue
             if frame is None:
                 self.at_end = True

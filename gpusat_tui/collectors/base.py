@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading, Vendor
+from gpusat_tui.text import strip_escapes
 
 __all__ = [
     "NA_TOKENS",
@@ -184,13 +185,13 @@ NA_TOKENS = frozenset(
     }
 )
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _NUM_RE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
 def strip_ansi(text: str) -> str:
-    """Remove terminal escape sequences some tools print even into a pipe."""
-    return _ANSI_RE.sub("", text)
+    """Remove terminal escape sequences some tools print even into a pipe (the one pattern,
+    `gpusat_tui.text.ESCAPE_RE`, that also cleans what is shown)."""
+    return strip_escapes(text)
 
 
 def num(token: str | None) -> float | None:

@@ -37,6 +37,7 @@ import io
 import json
 import math
 import os
+import stat
 import struct
 import zlib
 from collections.abc import Sequence
@@ -160,56 +161,42 @@ def _parse_record(fmt: str, data: bytes, at: int) -> _Block | None:
 # -- writing ---------------------------------------------------------------------------------
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 class BlockWriter:
-    """Writes lines into a compressed recording: flushed per line, a block every `BLOCK_BYTES`.
+    """Encodes lines for a compressed recording: flushed per line, a block every `BLOCK_BYTES`.
 
-    Works on a file descriptor the caller owns (the `Recorder` opens, fsyncs and closes it).
-    ``c_offset`` / ``u_offset`` say where the file and its text stand.
-    Raises ``OSError`` as ``os.write`` does; the caller decides what a failed write means.
+    It only turns text into bytes; the `Recorder` writes them (one ``os.write`` per line) and
+    decides what a failed write means. Offsets assume every byte returned was written.
     """
 
-    def __init__(self, fd: int, fmt: Format, *, block_bytes: int | None = None) -> None:
+    def __init__(self, fmt: Format, *, block_bytes: int | None = None) -> None:
         if fmt == "plain":
             raise ValueError("BlockWriter is for compressed formats")
-        self.fd = fd
         self.fmt = fmt
         self.block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
-        self.c_offset = 0
-        self.u_offset = 0
-        self._block_c_start = 0
-        self._block_u_start = 0
-        self._encoder: _Encoder | None = None
+        self.reset()
 
     def reset(self) -> None:
-        """Forget everything written (the caller truncated the file to 0)."""
+        """Start from an empty file (the caller truncated it)."""
         self.c_offset = self.u_offset = 0
         self._block_c_start = self._block_u_start = 0
-        self._encoder = None
+        self._encoder: _Encoder | None = None
 
-    def write_line(self, line: bytes) -> int:
-        """Compress and write one line (ending in ``\\n``); returns the bytes that hit the disk."""
+    def add_line(self, line: bytes) -> bytes:
+        """The bytes that put one line (ending in ``\\n``) on disk, flushed; closes a full block."""
         if self._encoder is None:
             self._encoder = _Encoder(self.fmt)
             self._block_c_start, self._block_u_start = self.c_offset, self.u_offset
         data = self._encoder.add(line)
-        _write_all(self.fd, data)
         self.c_offset += len(data)
         self.u_offset += len(line)
         if self.u_offset - self._block_u_start >= self.block_bytes:
-            return len(data) + self.end_block()
-        return len(data)
+            data += self.end_block()
+        return data
 
-    def end_block(self) -> int:
-        """Close the open block (if any) and write its index record; returns bytes written."""
+    def end_block(self) -> bytes:
+        """The bytes that close the open block (if any) and write its index record."""
         if self._encoder is None:
-            return 0
+            return b""
         tail = self._encoder.finish()
         self._encoder = None
         c_len = self.c_offset + len(tail) - self._block_c_start
@@ -217,9 +204,8 @@ class BlockWriter:
             self.fmt, self._block_c_start, c_len, self._block_u_start,
             self.u_offset - self._block_u_start,
         )
-        _write_all(self.fd, tail + record)
         self.c_offset += len(tail) + len(record)
-        return len(tail) + len(record)
+        return tail + record
 
 
 class _Encoder:
@@ -292,11 +278,11 @@ def _decode(fmt: str, data: bytes) -> tuple[bytes, bool]:
 class _IndexedRaw(io.RawIOBase):
     """The logical (decompressed) bytes of a compressed recording, seekable by logical offset."""
 
-    def __init__(self, path: Path, fmt: Format) -> None:
+    def __init__(self, path: Path, fmt: Format, fh: IO[bytes]) -> None:
         super().__init__()
         self.path = path
         self.fmt = fmt
-        self._fh = path.open("rb")
+        self._fh = fh
         self._pos = 0
         self._blocks: list[_Block] = []
         self._indexed: list[_Block] = []
@@ -490,21 +476,58 @@ class LogicalFile:
         return _Stream(self.paths)
 
 
-def _open_raw(path: Path) -> _IndexedRaw | _PlainRaw:
-    if path.is_dir():
-        raise RecordingError(f"{path} is a folder, not a recording")
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """Open a recording for reading; refuse anything but a regular file, without blocking.
+
+    ``O_NONBLOCK`` makes ``open()`` of a FIFO return at once instead of waiting for a writer;
+    the file is then checked with ``fstat`` (no race with a path swapped in between) and
+    refused unless it is a regular file: a stream (``/dev/zero``, a pipe) has no end to seek
+    to and no tail to read a duration from.
+    """
     try:
-        with path.open("rb") as fh:
-            fmt = sniff(fh.read(4))
-        if fmt == "plain":
-            return _PlainRaw(path, "rb")
-        return _IndexedRaw(path, fmt)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except IsADirectoryError:
+        raise RecordingError(f"{path} is a folder, not a recording") from None
     except OSError as exc:
         raise RecordingError(f"cannot open {path}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise RecordingError(
+                f"{path} is {what}, not a recording file: only regular files are read"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_raw(path: Path) -> _IndexedRaw | _PlainRaw:
+    fh = open_regular(path)
+    try:
+        fmt = sniff(os.pread(fh.fileno(), 4, 0))
+        if fmt == "plain":
+            return _PlainRaw(os.dup(fh.fileno()), "rb")
+        return _IndexedRaw(path, fmt, os.fdopen(os.dup(fh.fileno()), "rb"))
+    except OSError as exc:
+        raise RecordingError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ImportError:
         raise RecordingError(
             f"{path} is zstd-compressed and the 'zstandard' package is not installed"
         ) from None
+    finally:
+        fh.close()
 
 
 class _Stream(io.RawIOBase):

@@ -12,6 +12,16 @@ skipped and counted, with a reason. Unknown fields (written by a newer gpusat-tu
 schema) are ignored by the models (``extra="ignore"``); the reader loads the frame and notes the
 field names and how many lines carried them.
 
+Bounded reads: the header may be at most `MAX_HEADER_BYTES` and any other line at most
+`MAX_LINE_BYTES`; a longer line is skipped (read through in chunks, never held) and counted, so an
+endless stream without newlines cannot fill memory. Only regular files are read: a FIFO, a
+character device (``/dev/zero``) or a socket is refused with one message, and the file is opened
+non-blocking, so an ``open()`` never waits on a writer that does not come.
+
+Clock steps: frames are replayed in file order, which is the recording's own ``seq`` order. A
+frame whose ``t`` is earlier than the one before it (the host's clock was stepped back) is counted
+in ``steps_back`` and said once in ``notes``; `report` places such frames by their poll order.
+
 Large files: nothing is held but the current line. Seeking does not build an index: it bisects
 on byte offsets, reading one line at each step (Frames are time-ordered), so a seek in a 24 h
 recording reads ~20 lines, and memory stays independent of the file's length. The duration is
@@ -52,7 +62,17 @@ from gpusat_tui.sources.codec import (
     stream_size,
 )
 
-__all__ = ["SPEEDS", "FrameReader", "ReplaySource", "read_recording"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MAX_LINE_BYTES",
+    "SPEEDS",
+    "FrameReader",
+    "ReplaySource",
+    "last_frame",
+    "parse_header",
+    "read_line",
+    "read_recording",
+]
 
 #: Speed steps for the ``+`` / ``-`` keys.
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -61,6 +81,13 @@ MAX_REASONS = 50
 #: A gap in the recording longer than this many intervals (suspend, a stopped job) is replayed
 #: as this long: nobody wants to stare at a frozen screen for an hour.
 MAX_GAP_INTERVALS = 5.0
+#: The longest header line read (a real one is well under 1 KiB).
+MAX_HEADER_BYTES = 64 * 1024
+#: The longest frame line read; longer lines are skipped and counted. A frame of 8 cards is
+#: ~10 KiB; one with a thousand processes and every tool's raw output ~1 MiB.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: The most of a file's end read when looking for its last frame.
+_MAX_TAIL_BYTES = 64 * 1024 * 1024
 #: Below this many bytes, a seek scans lines instead of bisecting further.
 _SCAN_BYTES = 64 * 1024
 #: How much of the file's end to read first when looking for the last frame.
@@ -75,6 +102,56 @@ _NESTED: dict[str, type] = {
     "host": HostSample,
     "errors": ToolError,
 }
+
+
+def read_line(
+    fh: IO[bytes], limit: int = MAX_LINE_BYTES, *, skip_rest: bool = True
+) -> tuple[bytes, bool]:
+    """One line of at most ``limit`` bytes: ``(line, too_long)``.
+
+    A longer line is read through to its end in chunks (never held; not at all with
+    ``skip_rest=False``), and ``(b"", True)`` is returned with the file positioned after it.
+    ``(b"", False)`` is the end of the file.
+    """
+    line = fh.readline(limit + 1)
+    if len(line) <= limit or line.endswith(b"\n"):
+        return line, False
+    if not skip_rest:
+        return b"", True
+    while True:
+        chunk = fh.readline(1 << 20)
+        if not chunk or chunk.endswith(b"\n"):
+            return b"", True
+
+
+def last_frame(fh: IO[bytes], data_start: int, size: int | None = None) -> Frame | None:
+    """The last good frame of a recording, read from its tail (cheap on any size).
+
+    Reads the last 256 KiB first, then four times more each round, up to `_MAX_TAIL_BYTES`: a
+    file whose end is one endless line does not get read whole into memory.
+    """
+    if size is None:
+        size = stream_size(fh)
+    here = fh.tell()
+    span = _TAIL_BYTES
+    try:
+        while True:
+            start = max(data_start, size - span)
+            fh.seek(start)
+            pieces = fh.read(size - start).split(b"\n")
+            if start > data_start:
+                pieces = pieces[1:]  # the first piece may be the end of a longer line
+            for line in reversed(pieces):
+                if line.strip() and len(line) <= MAX_LINE_BYTES:
+                    try:
+                        return Frame.model_validate_json(line)
+                    except ValueError:
+                        continue
+            if start <= data_start or span >= _MAX_TAIL_BYTES:
+                return None
+            span *= 4
+    finally:
+        fh.seek(here)  # the reader using this stream goes on where it was
 
 
 def _unknown_keys(obj: dict[str, object]) -> list[str]:
@@ -98,8 +175,15 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc}: {err['msg']}"
 
 
-def _parse_header(path: Path, first: bytes) -> tuple[RecordingHeader, list[str]]:
+def parse_header(
+    path: Path, first: bytes, too_long: bool = False
+) -> tuple[RecordingHeader, list[str]]:
     """Refuse, with one message, anything that is not a header we can read."""
+    if too_long:
+        raise RecordingError(
+            f"{path} is not a gpusat-tui recording: its first line is longer than "
+            f"{MAX_HEADER_BYTES // 1024} KiB (a header is a few hundred bytes)"
+        )
     if not first.strip():
         raise RecordingError(
             f"{path} is empty: no header and no frames "
@@ -169,6 +253,12 @@ class FrameReader(ClosedOnExit):
         #: Reading a recording that is still being written (see `read_frame`).
         self.follow = False
         self._stream_notes: list[str] = []
+        #: Frames whose ``t`` went back from the frame before (clock stepped back), and the
+        #: largest step in seconds. Counted in file order; reset by a seek.
+        self.steps_back = 0
+        self.largest_step_back = 0.0
+        self._last_t: float | None = None
+        self._back_offsets: set[int] = set()
 
     # -- position --------------------------------------------------------------------------
     @property
@@ -184,6 +274,7 @@ class FrameReader(ClosedOnExit):
         """Go to a line start; line numbers are unknown from here on."""
         self.fh.seek(offset)
         self.line_no = None
+        self._last_t = None  # the frame before is not known: no step back can be judged
 
     # -- reading ---------------------------------------------------------------------------
     def _skip(self, offset: int, reason: str) -> None:
@@ -240,7 +331,12 @@ class FrameReader(ClosedOnExit):
         fh = self.fh
         while True:
             offset = fh.tell()
-            line = fh.readline()
+            line, too_long = read_line(fh)
+            if too_long:
+                if self.line_no is not None:
+                    self.line_no += 1
+                self._skip(offset, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB")
+                continue
             if not line:
                 return None
             if self.follow and not line.endswith(b"\n"):
@@ -251,7 +347,17 @@ class FrameReader(ClosedOnExit):
             frame = self.parse_line(line, offset)
             if frame is not None:
                 self.last_offset = offset
+                self._check_step(frame, offset)
                 return frame
+
+    def _check_step(self, frame: Frame, offset: int) -> None:
+        last, self._last_t = self._last_t, frame.t
+        if last is None or frame.t >= last or offset in self._back_offsets:
+            return
+        if len(self._back_offsets) < 100_000:
+            self._back_offsets.add(offset)
+        self.steps_back += 1
+        self.largest_step_back = max(self.largest_step_back, last - frame.t)
 
     def __iter__(self) -> Iterator[Frame]:
         return self
@@ -295,39 +401,17 @@ class FrameReader(ClosedOnExit):
                 f"{self.unknown_lines} line{'s' if self.unknown_lines != 1 else ''} with "
                 f"fields this version ignores ({names}): written by a newer gpusat-tui?"
             )
+        if self.steps_back:
+            notes.append(
+                f"the recorded clock went back {self.steps_back} time"
+                f"{'s' if self.steps_back != 1 else ''} (largest step "
+                f"{self.largest_step_back:.3g} s): frames are taken in the order they were "
+                "polled (seq)"
+            )
         return notes
 
 
 RecordingPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-
-
-def last_frame(fh: IO[bytes], data_start: int) -> Frame | None:
-    """The last good frame of a recording stream, read from its tail (cheap on any size).
-
-    The stream's position is kept, so the reader using it can go on where it was.
-    """
-    size = stream_size(fh)
-    here = fh.tell()
-    span = _TAIL_BYTES
-    try:
-        while True:
-            start = max(data_start, size - span)
-            fh.seek(start)
-            lines = fh.read(size - start).split(b"\n")
-            if start > data_start:
-                lines = lines[1:]  # the first piece may be the end of a longer line
-            for line in reversed(lines):
-                if not line.strip():
-                    continue
-                try:
-                    return Frame.model_validate_json(line)
-                except ValueError:
-                    continue
-            if start <= data_start:
-                return None
-            span *= 4
-    finally:
-        fh.seek(here)
 
 
 def read_recording(
@@ -345,12 +429,13 @@ def read_recording(
     paths = session_paths(path, with_parts=with_parts)
     if not paths:
         raise RecordingError("no recording given")
-    logical = open_logical(paths)
-    fh = open_stream(logical)
+    fh = open_stream(open_logical(paths))
     try:
-        header, unknown = _parse_header(paths[0], fh.readline())
+        header, unknown = parse_header(
+            paths[0], *read_line(fh, MAX_HEADER_BYTES, skip_rest=False)
+        )
         for i, part in enumerate(paths[1:], start=1):
-            _parse_header(part, fh.raw.part_header(i))  # type: ignore[attr-defined]
+            parse_header(part, fh.raw.part_header(i))  # type: ignore[attr-defined]
     except BaseException:
         fh.close()
         raise
@@ -476,8 +561,8 @@ class ReplaySource:
         size = stream_size(fh)
         if size == self._tail_cache[0]:
             return self._tail_cache[1]
-        last = last_frame(fh, self._data_start)
-        self._tail_cache = (size, None if last is None else last.t)
+        frame = last_frame(fh, self._data_start, size)
+        self._tail_cache = (size, None if frame is None else frame.t)
         return self._tail_cache[1]
 
     # -- controls ---------------------------------------------------------------------------
@@ -534,7 +619,7 @@ class ReplaySource:
             return self._data_start
         fh = self._reader.fh
         fh.seek(pos - 1)
-        fh.readline()  # the rest of the line that holds byte pos-1 (just "\n" at a boundary)
+        read_line(fh)  # the rest of the line that holds byte pos-1 (just "\n" at a boundary)
         return fh.tell()
 
     def _frame_at(self, start: int, end: int) -> tuple[Frame, int] | None:
@@ -543,7 +628,9 @@ class ReplaySource:
         fh.seek(start)
         while fh.tell() < end:
             offset = fh.tell()
-            line = fh.readline()
+            line, too_long = read_line(fh)
+            if too_long:
+                continue
             if not line:
                 return None
             try:
@@ -574,7 +661,10 @@ class ReplaySource:
         best = lo
         while True:
             offset = fh.tell()
-            line = fh.readline()
+            line, too_long = read_line(fh)
+            if too_long:
+                best = fh.tell()
+                continue
             if not line:
                 return best
             try:

@@ -71,7 +71,7 @@ def _assert_valid_recording(path: Path) -> list[Frame]:
 def test_an_existing_recording_is_never_truncated_without_a_choice(tmp_path: Path) -> None:
     path = write_recording(tmp_path / "run.jsonl", [rich_frame(i) for i in range(3)])
     before = path.read_bytes()
-    with pytest.raises(RecordingError, match="already exists.*--append.*--force"):
+    with pytest.raises(RecordingError, match=r"already exists.*--append.*--force"):
         Recorder(path, header())
     assert path.read_bytes() == before
 
@@ -118,7 +118,7 @@ def test_append_after_a_torn_last_line_keeps_that_line_apart(tmp_path: Path) -> 
 def test_append_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("my precious notes\n")
-    with pytest.raises(RecordingError, match="cannot append.*not JSON"):
+    with pytest.raises(RecordingError, match=r"cannot append.*not JSON"):
         Recorder(path, header(), mode="append")
     assert path.read_text() == "my precious notes\n"
 

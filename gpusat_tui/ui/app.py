@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import threading
 import time
 from argparse import Namespace
@@ -580,7 +579,13 @@ def build_app(args: Namespace) -> GpusatApp:
         for tool in getattr(source, "tools", {}) or {}:
             tools.setdefault(tool, None)
         header = make_header(tools, args.interval)
-        source = RecordingSource(source, record, header)
+        from gpusat_tui.cli import record_mode
+
+        replayed = getattr(args, "replay", None)
+        source = RecordingSource(
+            source, record, header, mode=record_mode(args),  # type: ignore[arg-type]
+            protect=[replayed] if replayed else [],
+        )
     return GpusatApp(source, interval=interval, banner=banner)
 
 
@@ -589,9 +594,16 @@ def run_app(args: Namespace) -> int:
     try:
         app = build_app(args)
     except GpusatError as exc:
-        print(f"gpusat-tui: {exc}", file=sys.stderr)
+        from gpusat_tui.output import say
+
+        say("gpusat-tui", exc)
         return 2
     result = app.run()
+    failure = getattr(app.source, "failure", None)
+    if failure:  # the recording stopped (disk full...): said on the status line, and here
+        from gpusat_tui.output import say
+
+        say("gpusat-tui", failure)
     if app.no_tool is not None:
         return 2
     return int(result or 0)

@@ -97,7 +97,7 @@ _NESTED: dict[str, type] = {
 
 
 def read_line(
-    fh: IO[bytes], limit: int = MAX_LINE_BYTES, *, skip_rest: bool = True
+    fh: IO[bytes], limit: int | None = None, *, skip_rest: bool = True
 ) -> tuple[bytes, bool]:
     """One line of at most ``limit`` bytes: ``(line, too_long)``.
 
@@ -105,6 +105,8 @@ def read_line(
     ``skip_rest=False``), and ``(b"", True)`` is returned with the file positioned after it.
     ``(b"", False)`` is the end of the file.
     """
+    if limit is None:
+        limit = MAX_LINE_BYTES
     line = fh.readline(limit + 1)
     if len(line) <= limit or line.endswith(b"\n"):
         return line, False
@@ -114,6 +116,10 @@ def read_line(
         chunk = fh.readline(1 << 20)
         if not chunk or chunk.endswith(b"\n"):
             return b"", True
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n / 1024:g} KiB"
 
 
 def last_frame(fh: IO[bytes], data_start: int, size: int | None = None) -> Frame | None:
@@ -316,7 +322,7 @@ class FrameReader(ClosedOnExit):
             if too_long:
                 if self.line_no is not None:
                     self.line_no += 1
-                self._skip(offset, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB")
+                self._skip(offset, f"longer than {_size(MAX_LINE_BYTES)}: not read")
                 continue
             if not line:
                 return None

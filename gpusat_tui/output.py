@@ -89,7 +89,11 @@ def emit(text: str) -> None:
     if 1 in _CLOSED_AT_START or sys.stdout is None:
         raise OutputFailed(EXIT_OUTPUT, "cannot write the output: stdout is closed")
     try:
-        sys.stdout.write(text + "\n")
+        try:
+            sys.stdout.write(text + "\n")
+        except UnicodeEncodeError:  # a terminal in Latin-1: "—" and names become "?"
+            encoding = sys.stdout.encoding or "ascii"
+            sys.stdout.write((text + "\n").encode(encoding, "replace").decode(encoding))
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()

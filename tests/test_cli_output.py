@@ -204,3 +204,12 @@ def test_force_without_record_is_a_usage_error() -> None:
     run = subprocess.run([*PY, "check", "--force"], cwd=REPO, capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 2 and "--record" in run.stderr
+
+
+def test_a_terminal_that_cannot_encode_the_report_still_gets_it(recording: Path) -> None:
+    env = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    run = subprocess.run([*PY, "report", str(recording)], cwd=REPO, env=env,
+                         capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(b"gpusat-tui report: run.jsonl ? ")  # "—" could not be
+    assert run.stderr == b""

@@ -118,6 +118,10 @@ def read_line(
             return b"", True
 
 
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s >= 10 else f"{s:.3g} s"
+
+
 def _size(n: int) -> str:
     return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n / 1024:g} KiB"
 
@@ -382,8 +386,8 @@ class FrameReader(ClosedOnExit):
             notes.append(
                 f"the recorded clock went back {self.steps_back} time"
                 f"{'s' if self.steps_back != 1 else ''} (largest step "
-                f"{self.largest_step_back:.3g} s): frames are taken in the order they were "
-                "polled (seq)"
+                f"{_seconds(self.largest_step_back)}): frames are taken in the order they "
+                "were polled (seq)"
             )
         return notes
 

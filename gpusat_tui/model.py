@@ -87,6 +87,9 @@ FIGURE_BOUNDS: dict[str, tuple[float, float]] = {
 #: 100.4 %): it is clamped to 100. Further over, it is no figure.
 PCT_OVERSHOOT = 5.0
 _PCT_FIGURES = frozenset({"util_pct", "mem_pct"})
+_BOUNDS: tuple[tuple[str, float, float], ...] = tuple(
+    (name, low, high) for name, (low, high) in FIGURE_BOUNDS.items()
+)
 
 
 class _Model(BaseModel):
@@ -131,22 +134,23 @@ class CardReading(_Model):
 
     @model_validator(mode="after")
     def _bound_and_derive(self) -> CardReading:
+        figures = self.__dict__
         rejected: dict[str, float] | None = None
-        for name, (low, high) in FIGURE_BOUNDS.items():
-            value = getattr(self, name)
+        for name, low, high in _BOUNDS:
+            value = figures[name]
             if value is None or low <= value <= high:
                 continue
             if name in _PCT_FIGURES and high < value <= high + PCT_OVERSHOOT:
-                object.__setattr__(self, name, high)
+                figures[name] = high
                 continue
             rejected = rejected or {}
             rejected[name] = value
-            object.__setattr__(self, name, None)
-        used, total = self.mem_used_mib, self.mem_total_mib
+            figures[name] = None
+        used, total = figures["mem_used_mib"], figures["mem_total_mib"]
         if used is not None and total and used > total * (1 + PCT_OVERSHOOT / 100):
             rejected = rejected or {}
             rejected["mem_used_mib"] = used
-            object.__setattr__(self, "mem_used_mib", None)
+            figures["mem_used_mib"] = None
         if rejected:
             self._rejected = rejected
         # Some tools print only used/total, others only a percentage: keep both when we can.

@@ -267,7 +267,8 @@ class GpusatApp(App[int]):
         tool for good). Exiting through the app closes the source, which kills it.
         """
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGHUP, signal.SIGTERM):
+        # SIGINT too: a ``kill -INT`` (the terminal's Ctrl-C is a key here) exits with 130.
+        for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
@@ -280,7 +281,7 @@ class GpusatApp(App[int]):
         watchdog = threading.Timer(_SIGNAL_EXIT_GRACE_S, os._exit, (128 + sig,))
         watchdog.daemon = True
         watchdog.start()
-        self.call_later(self.exit)
+        self.call_later(self.exit, None, 128 + sig)
 
     # --- the one worker that owns the source ---------------------------------------------------
 
@@ -606,4 +607,4 @@ def run_app(args: Namespace) -> int:
         say("gpusat-tui", failure)
     if app.no_tool is not None:
         return 2
-    return int(result or 0)
+    return int(app.return_code or result or 0)

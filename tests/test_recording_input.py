@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,23 @@ def test_charts_skip_values_no_chart_can_draw(tmp_path: Path) -> None:
         assert "util %" in text
     run = _run("report", str(path))
     assert run.returncode == 0 and "Traceback" not in run.stderr
+
+
+def test_report_does_not_chase_a_line_that_keeps_growing(tmp_path: Path) -> None:
+    """A real writer appending to an endless last line while ``report`` reads the file."""
+    path = write_recording(tmp_path / "growing.jsonl", [rich_frame(i) for i in range(5)])
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "with open(sys.argv[1], 'ab', buffering=0) as fh:\n"
+        "    for _ in range(3000):  # at most ~200 MiB, ~64 MiB/s\n"
+        "        fh.write(b'x' * 65536); time.sleep(0.001)\n"
+    ), str(path)])
+    try:
+        time.sleep(0.3)
+        run = _run("report", str(path), timeout=60)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert run.returncode == 0, run.stderr  # and it returned, while the line still grew
+    assert run.stdout.startswith("gpusat-tui report: growing.jsonl")
+    assert writer.returncode is not None

@@ -112,10 +112,17 @@ def read_line(
         return line, False
     if not skip_rest:
         return b"", True
-    while True:
+    # Only up to the file's size now: a writer that keeps growing the line cannot keep the
+    # reader chasing it (the rest, read later, is one more bad line).
+    try:
+        end = os.fstat(fh.fileno()).st_size
+    except (OSError, ValueError, AttributeError):
+        end = None
+    while end is None or fh.tell() < end:
         chunk = fh.readline(1 << 20)
         if not chunk or chunk.endswith(b"\n"):
-            return b"", True
+            break
+    return b"", True
 
 
 def _seconds(s: float) -> str:

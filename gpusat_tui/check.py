@@ -396,7 +396,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         source.discover()
     except ToolMissing as exc:
-        say("gpusat-tui check", exc)
+        say("gpusat-tui check", exc, lines=True)
         return 1
     polled: Any = source
     if getattr(args, "record", None):

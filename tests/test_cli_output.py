@@ -213,3 +213,20 @@ def test_a_terminal_that_cannot_encode_the_report_still_gets_it(recording: Path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(b"gpusat-tui report: run.jsonl ? ")  # "—" could not be
     assert run.stderr == b""
+
+
+@pytest.mark.parametrize("flag", ["--interval", "--duration"])
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "-1"])
+def test_figures_on_the_command_line_must_be_finite_and_positive(flag: str, value: str) -> None:
+    run = subprocess.run([*PY, "check", flag, value], cwd=REPO, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 2 and "finite number > 0" in run.stderr
+
+
+def test_a_multi_line_message_keeps_its_lines_cleaned(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpusat_tui.output import say
+
+    say("gpusat-tui check", "No tool found. Searched:\n  hy-smi: /opt/\x1b]0;x\x07bin", lines=True)
+    assert capsys.readouterr().err == (
+        "gpusat-tui check: No tool found. Searched:\n  hy-smi: /opt/bin\n"
+    )

@@ -43,7 +43,7 @@ from gpusat_tui.check import CheckBuilder, CheckCard, CheckReport, CheckVerdict,
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
 from gpusat_tui.output import emit, say
-from gpusat_tui.sources.replay import FrameReader, last_frame, open_recording_file, read_recording
+from gpusat_tui.sources.reader import FrameReader, last_frame, open_recording_file, read_recording
 from gpusat_tui.text import clean, clean_block
 
 __all__ = [

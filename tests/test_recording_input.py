@@ -83,9 +83,9 @@ def test_header_cap_is_what_the_readme_says() -> None:
 
 def test_an_overlong_frame_line_is_skipped_and_counted(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusat_tui.sources.replay as replay
+    import gpusat_tui.sources.reader as reader_module
 
-    monkeypatch.setattr(replay, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 4096)
     path = write_recording(tmp_path / "run.jsonl", [rich_frame(0)])
     with path.open("ab") as fh:
         fh.write(b"x" * 100_000 + b"\n")  # one line far over the cap

@@ -13,6 +13,10 @@ Durability, and what it costs:
   at once, and the reader would see at worst one truncated *last* line, which it skips.)
 * No ``fsync`` per line: it costs milliseconds per poll on a real disk and only protects against
   a power cut or kernel crash, not against the process dying. `Recorder.close` fsyncs once.
+* Nothing is lost by accident: an existing recording is only overwritten or appended to when
+  asked (``mode``), the file being replayed is never a target (``protect``), and a failed write
+  (disk full, ``EIO``) cuts the file back to its last whole line and stops the recording only:
+  `RecordingSource` says so once and keeps passing Frames on.
 """
 
 from __future__ import annotations
@@ -166,7 +170,7 @@ class Recorder(ClosedOnExit):
 
     def _prepare_append(self, fd: int, size: int) -> None:
         """Check that the file is a recording we may add to; continue its ``seq``."""
-        from gpusat_tui.sources.replay import MAX_HEADER_BYTES, last_frame, parse_header
+        from gpusat_tui.sources.reader import MAX_HEADER_BYTES, last_frame, parse_header
 
         with os.fdopen(os.dup(fd), "rb") as fh:
             fh.seek(0)

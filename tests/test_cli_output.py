@@ -133,6 +133,24 @@ def test_report_into_a_closed_pipe_is_141_and_quiet(recording: Path) -> None:
 # -- Ctrl-C anywhere --------------------------------------------------------------------------
 
 
+def _wait_until_open(pid: int, path: Path, timeout: float = 30.0) -> None:
+    """Until process ``pid`` has ``path`` open (a signal before Python's own handler is
+    installed would just kill it: that is the interpreter's start-up, not ours)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                        return
+                except OSError:
+                    continue
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never opened {path}")
+
+
 def test_ctrl_c_while_report_reads_a_slow_file_is_130_without_traceback(tmp_path: Path) -> None:
     """A real SIGINT to ``report`` while it reads through a 4 GiB line of zeros (a sparse file:
     no disk used), skipping it in bounded chunks."""
@@ -141,7 +159,7 @@ def test_ctrl_c_while_report_reads_a_slow_file_is_130_without_traceback(tmp_path
         fh.truncate(path.stat().st_size + (4 << 30))
     proc = subprocess.Popen([*PY, "report", str(path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=REPO)
-    time.sleep(1.0)  # imports done, reading
+    _wait_until_open(proc.pid, path)  # past start-up and imports: reading
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     if proc.returncode == 1 and b"no frames" in err:
@@ -156,7 +174,11 @@ def test_ctrl_c_in_check_is_130_without_traceback(fake_bin: FakeBin) -> None:
         [*PY, "check", "--duration", "30", "--interval", "0.2"], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, cwd=REPO, env=fake_bin.env(),
     )
-    time.sleep(2.0)
+    tool = next(iter(fake_bin.tools.values()))
+    deadline = time.monotonic() + 30
+    while tool.calls() < 2:  # polling has begun: the report will have something in it
+        assert time.monotonic() < deadline and proc.poll() is None, "check never polled"
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130

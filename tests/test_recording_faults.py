@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 256 KiB tmpfs, filled up to leave about 12 KiB free. Needs mount rights."""
+    """A real 256 KiB tmpfs, filled up to leave about 4 KiB free. Needs mount rights."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
     try:
@@ -46,7 +46,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here: {run.stderr.strip() or run.returncode}")
     try:
         free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
-        (mnt / "filler").write_bytes(b"\0" * max(0, free - 12 * 1024))
+        (mnt / "filler").write_bytes(b"\0" * max(0, free - 4 * 1024))
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
@@ -308,7 +308,7 @@ def test_check_on_a_full_disk_keeps_polling_and_reports(fake_bin: FakeBin,
     assert len(lines) == 1 and "recording stopped" in lines[0]
     assert "No space left on device" in lines[0]
     report = json.loads(run.stdout)
-    assert report["samples"] >= 20  # polling went on after the disk filled
+    assert report["samples"] >= 8  # polling went on after the disk filled
     kept = _assert_valid_recording(path)
     assert 0 < len(kept) < report["samples"]
     assert sum("recording stopped" in n for n in report["notes"]) == 1

@@ -105,8 +105,7 @@ def generate(path: Path, hours: float, cards: int) -> None:
         update={"host": "bench", "started_at": T0}
     )
     start = time.perf_counter()
-    path.unlink(missing_ok=True)
-    with Recorder(path, header) as rec:
+    with Recorder(path, header, mode="overwrite") as rec:
         for k in range(n):
             rec.write(make_frame(k, cards, rng, hours))
     print(f"generated {path}: {n} frames, {path.stat().st_size / 2**20:.0f} MiB "
@@ -120,8 +119,7 @@ def bench_write(cards: int, hours: float, fmt: str) -> None:
     rng = random.Random(2)
     frames = [make_frame(k, cards, rng, hours) for k in range(3000)]
     path = Path(f"/tmp/gpusat-bench-write{SUFFIXES[fmt]}")
-    path.unlink(missing_ok=True)
-    with Recorder(path, make_header({}, 1.0)) as rec:
+    with Recorder(path, make_header({}, 1.0), mode="overwrite") as rec:
         cpu = time.process_time()
         wall = time.perf_counter()
         for frame in frames:

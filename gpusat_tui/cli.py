@@ -1,23 +1,31 @@
 """Command line: the live dashboard (default), ``check`` (headless JSON) and ``report``.
 
 The UI is imported lazily so that ``check`` and ``report`` never load Textual.
+
+Exit statuses common to every front end (see `gpusat_tui.output` and the README's Reliability
+section): 2 for a usage error (bad flag, unknown ``--tool`` key, a record target that exists or
+is the replayed file), 130 for Ctrl-C anywhere (no traceback), 74 when the result could not be
+written to stdout, 141 when the reader of stdout went away.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Sequence
 
 from gpusat_tui import __version__
-from gpusat_tui.model import VENDORS
+from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
 
 
 def parse_tool_override(text: str) -> tuple[str, str]:
     """``--tool hygon=/opt/hyhal/bin/hy-smi`` -> ("hygon", path). Key: a vendor or a tool name."""
     key, sep, path = text.partition("=")
     if not sep or not key or not path:
+        from gpusat_tui.model import VENDORS
+
         raise argparse.ArgumentTypeError(
             f"--tool expects VENDOR=PATH or TOOL=PATH (vendors: {', '.join(VENDORS)}), got {text!r}"
         )
@@ -29,8 +37,8 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
 
 
@@ -102,6 +110,50 @@ def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = Fa
     )
 
 
+def _add_record_mode(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """``--force`` / ``--append``: what ``--record`` may do to a file that already exists."""
+    default = argparse.SUPPRESS if suppress else False
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--force", action="store_true", default=default,
+        help="with --record: overwrite FILE if it exists (default: refuse)",
+    )
+    group.add_argument(
+        "--append", action="store_true", default=default,
+        help="with --record: add to the recording in FILE if it exists",
+    )
+
+
+def record_mode(args: argparse.Namespace) -> str:
+    """The `Recorder` mode the flags ask for: "overwrite", "append" or "new"."""
+    if getattr(args, "force", False):
+        return "overwrite"
+    if getattr(args, "append", False):
+        return "append"
+    return "new"
+
+
+def tool_keys() -> dict[str, list[str]]:
+    """What ``--tool KEY=PATH`` accepts: vendors that have a collector, and tool names."""
+    from gpusat_tui.collectors import all_specs
+    from gpusat_tui.model import VENDORS
+
+    specs = all_specs()
+    vendors = sorted({s.vendor for s in specs}, key=lambda v: VENDORS.index(v))
+    tools = sorted({name for s in specs for name in (s.tool, *s.names)})
+    return {"vendors": list(vendors), "tools": tools}
+
+
+def _check_tool_keys(parser: argparse.ArgumentParser, keys: list[str]) -> None:
+    known = tool_keys()
+    unknown = [k for k in keys if k not in known["vendors"] and k not in known["tools"]]
+    if unknown:
+        parser.error(
+            f"--tool {unknown[0]!r} is neither a vendor nor a tool. Vendors: "
+            f"{', '.join(known['vendors'])}. Tools: {', '.join(known['tools'])}."
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpusat-tui",
@@ -113,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", metavar="FILE.jsonl",
         help="record the session to a file (.jsonl.zst: zstd, .jsonl.gz: gzip, else plain)",
     )
+    _add_record_mode(parser)
     _add_rotation_options(parser)
     parser.add_argument(
         "--replay", metavar="FILE.jsonl", action="append",
@@ -139,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+    _add_record_mode(check, suppress=True)
     _add_rotation_options(check)
 
     report = sub.add_parser("report", help="summarise a recorded session")
@@ -154,6 +208,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status. Ctrl-C anywhere is 130, quietly."""
+    guard_standard_fds()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except OutputFailed as exc:
+        if exc.message:
+            say("gpusat-tui", exc.message)
+        return exc.status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Options given before the sub-command apply to it too.
@@ -162,6 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             setattr(args, name, default)
     args.tool = dict(args.tool or [])
     args.pid = list(args.pid or [])
+    _check_tool_keys(parser, list(args.tool))
+    if record_mode(args) != "new" and not getattr(args, "record", None):
+        parser.error("--force and --append only apply with --record FILE")
     if getattr(args, "follow", False) and not getattr(args, "replay", None):
         parser.error("--follow needs --replay FILE")
     if args.command == "check":

@@ -89,7 +89,11 @@ def emit(text: str) -> None:
     if 1 in _CLOSED_AT_START or sys.stdout is None:
         raise OutputFailed(EXIT_OUTPUT, "cannot write the output: stdout is closed")
     try:
-        sys.stdout.write(text + "\n")
+        try:
+            sys.stdout.write(text + "\n")
+        except UnicodeEncodeError:  # a terminal in Latin-1: "—" and names become "?"
+            encoding = sys.stdout.encoding or "ascii"
+            sys.stdout.write((text + "\n").encode(encoding, "replace").decode(encoding))
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
@@ -105,9 +109,17 @@ def emit(text: str) -> None:
         raise OutputFailed(EXIT_OUTPUT, "cannot write the output: stdout is closed") from None
 
 
-def say(prog: str, message: object) -> None:
-    """One cleaned line on stderr: ``prog: message``. Never raises (stderr may be gone too)."""
-    line = f"{prog}: {clean(message, 2000)}\n"
+def say(prog: str, message: object, *, lines: bool = False) -> None:
+    """One cleaned line on stderr: ``prog: message``. Never raises (stderr may be gone too).
+
+    ``lines=True`` keeps the message's own line breaks (a list of places searched), each line
+    cleaned the same way.
+    """
+    if lines:
+        body = "\n".join(clean(line, 2000) for line in str(message).splitlines())
+    else:
+        body = clean(message, 2000)
+    line = f"{prog}: {body}\n"
     try:
         stream = sys.stderr
         if stream is None:

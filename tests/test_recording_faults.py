@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 256 KiB tmpfs, filled up to leave about 12 KiB free. Needs mount rights."""
+    """A real 256 KiB tmpfs, filled up to leave about 4 KiB free. Needs mount rights."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
     try:
@@ -46,7 +46,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here: {run.stderr.strip() or run.returncode}")
     try:
         free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
-        (mnt / "filler").write_bytes(b"\0" * max(0, free - 12 * 1024))
+        (mnt / "filler").write_bytes(b"\0" * max(0, free - 4 * 1024))
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
@@ -71,7 +71,7 @@ def _assert_valid_recording(path: Path) -> list[Frame]:
 def test_an_existing_recording_is_never_truncated_without_a_choice(tmp_path: Path) -> None:
     path = write_recording(tmp_path / "run.jsonl", [rich_frame(i) for i in range(3)])
     before = path.read_bytes()
-    with pytest.raises(RecordingError, match="already exists.*--append.*--force"):
+    with pytest.raises(RecordingError, match=r"already exists.*--append.*--force"):
         Recorder(path, header())
     assert path.read_bytes() == before
 
@@ -118,7 +118,7 @@ def test_append_after_a_torn_last_line_keeps_that_line_apart(tmp_path: Path) -> 
 def test_append_refuses_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("my precious notes\n")
-    with pytest.raises(RecordingError, match="cannot append.*not JSON"):
+    with pytest.raises(RecordingError, match=r"cannot append.*not JSON"):
         Recorder(path, header(), mode="append")
     assert path.read_text() == "my precious notes\n"
 
@@ -308,7 +308,7 @@ def test_check_on_a_full_disk_keeps_polling_and_reports(fake_bin: FakeBin,
     assert len(lines) == 1 and "recording stopped" in lines[0]
     assert "No space left on device" in lines[0]
     report = json.loads(run.stdout)
-    assert report["samples"] >= 20  # polling went on after the disk filled
+    assert report["samples"] >= 8  # polling went on after the disk filled
     kept = _assert_valid_recording(path)
     assert 0 < len(kept) < report["samples"]
     assert sum("recording stopped" in n for n in report["notes"]) == 1

@@ -19,6 +19,10 @@ Durability, and what it costs:
 * Rotation (``max_bytes`` / ``max_age_s``): when the current file reaches either, it is closed
   (fsynced) and the next part ``run.0001.jsonl.zst``, ``run.0002...`` starts with the same
   header (``part`` counts up). The reader joins the parts back into one session.
+* Nothing is lost by accident: an existing recording is only overwritten or appended to when
+  asked (``mode``), the file being replayed is never a target (``protect``), and a failed write
+  (disk full, ``EIO``) cuts the file back to its last whole line and stops the recording only:
+  `RecordingSource` says so once and keeps passing Frames on.
 """
 
 from __future__ import annotations
@@ -235,7 +239,7 @@ class Recorder(ClosedOnExit):
 
     def _prepare_append(self, fd: int, size: int) -> None:
         """Check that the file is a recording we may add to; continue its ``seq``."""
-        from gpusat_tui.sources.replay import MAX_HEADER_BYTES, last_frame, parse_header
+        from gpusat_tui.sources.reader import MAX_HEADER_BYTES, last_frame, parse_header
 
         with os.fdopen(os.dup(fd), "rb") as fh:
             fh.seek(0)

@@ -17,7 +17,7 @@ from gpusat_tui.sources.replay import read_recording
 RECORDING_V1_FIELDS = {
     model.RecordingHeader: {
         "type", "schema_version", "gpusat_tui_version", "host", "tools", "interval_s",
-        "started_at",
+        "started_at", "part",
     },
     model.Frame: {
         "t", "seq", "cards", "card_processes", "processes", "host", "errors", "notes",

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from gpusat_tui.collectors.records import Framer, LineRecords
 from gpusat_tui.errors import ParseError
-from gpusat_tui.model import CardProcess, CardReading, Vendor
+from gpusat_tui.model import FIGURE_BOUNDS, CardProcess, CardReading, Vendor
+from gpusat_tui.text import strip_escapes
 
 __all__ = [
     "NA_TOKENS",
@@ -33,6 +34,7 @@ __all__ = [
     "num",
     "resolve_process_cards",
     "strip_ansi",
+    "vet_reading",
 ]
 
 
@@ -46,6 +48,9 @@ class ToolReading:
     #: Plain-language remarks about this output (a card the tool could not read, say), for
     #: the Frame's ``notes``. Additive: parsers that have nothing to say leave it empty.
     notes: list[str] = field(default_factory=list)
+    #: The tool's text, set only when this output had something wrong with it (impossible
+    #: figures, a card listed twice, no card at all) so the poll's Frame keeps it in ``raw``.
+    raw: str = ""
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,58 @@ def card_args(args: Sequence[str], card: CardReading) -> tuple[str, ...]:
     return tuple(arg.format_map(values) if "{" in arg else arg for arg in args)
 
 
+def vet_reading(
+    reading: ToolReading, tool: str, *, expect_cards: bool, said: set[str] | None = None
+) -> bool:
+    """Check what a parser made of one output, in place; True when its raw text should be kept.
+
+    * figures outside `model.FIGURE_BOUNDS` were already made None by `CardReading`; each
+      (tool, figure, card) gets one note;
+    * a card index listed twice in one output: the first row is kept, the later ones dropped
+      (mixing two rows' figures into one card would make statistics of neither), one note;
+    * an output that should list cards (``expect_cards``: a required query) but lists none
+      (a tool printing only its table header): one note.
+
+    ``said`` holds the keys of notes already given this session, so each is said once.
+    """
+    said = said if said is not None else set()
+    keep = False
+
+    def note(key: str, text: str) -> None:
+        if key not in said:
+            said.add(key)
+            reading.notes.append(text)
+
+    kept: list[CardReading] = []
+    seen: set[int] = set()
+    for card in reading.cards:
+        if card.index in seen:
+            keep = True
+            note(f"duplicate:{tool}:{card.index}",
+                 f"{tool} listed card {card.id} more than once in one output: the first row "
+                 "is kept, the others dropped")
+            continue
+        seen.add(card.index)
+        kept.append(card)
+        for name, value in card.rejected.items():
+            keep = True
+            low, high = FIGURE_BOUNDS.get(name, (None, None))
+            possible = f"{low:g} to {high:g}" if low is not None and high is not None else (
+                "at most the card's total memory")
+            if name == "mem_used_mib" and high is not None and 0 <= value <= high:
+                possible = "at most the card's total memory"
+            note(f"bounds:{tool}:{card.id}:{name}",
+                 f"{tool} gave {name} = {value:g} for {card.id}, which cannot be (possible: "
+                 f"{possible}): treated as missing; the tool's output is kept in the poll's raw")
+    reading.cards = kept
+    if expect_cards and not kept:
+        keep = True
+        note(f"no-cards:{tool}",
+             f"{tool} answered but listed no card (only a header, or no device visible): "
+             "nothing to show from it")
+    return keep
+
+
 # --- small parsing helpers every parser uses -------------------------------------------------
 
 #: Tokens tools print for "no figure". Compared case-insensitively after stripping brackets.
@@ -234,13 +291,13 @@ NA_TOKENS = frozenset(
     }
 )
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _NUM_RE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
 def strip_ansi(text: str) -> str:
-    """Remove terminal escape sequences some tools print even into a pipe."""
-    return _ANSI_RE.sub("", text)
+    """Remove terminal escape sequences some tools print even into a pipe (the one pattern,
+    `gpusat_tui.text.ESCAPE_RE`, that also cleans what is shown)."""
+    return strip_escapes(text)
 
 
 def num(token: str | None) -> float | None:

@@ -50,6 +50,7 @@ from gpusat_tui.collectors.base import (
     find_executable,
     merge_cards,
     resolve_process_cards,
+    vet_reading,
 )
 from gpusat_tui.errors import GpusatError, ParseError, ToolMissing
 from gpusat_tui.model import (
@@ -232,6 +233,8 @@ class LiveSource:
         self._closed = False
         self._cpu_mark: tuple[float, float] | None = None
         self._pending_notes: list[str] = []
+        #: Keys of the notes `vet_reading` already gave (each said once per session).
+        self._vetted: set[str] = set()
         self._inflight: asyncio.Future[list[_Poll]] | None = None
 
     # --- discovery ---------------------------------------------------------------------------
@@ -536,6 +539,8 @@ class LiveSource:
         res.cards = cards
         res.processes = resolve_process_cards(cards, reading.processes)
         res.notes.extend(n for n in reading.notes if n not in res.notes)
+        if reading.raw:
+            res.raw[spec.tool] = reading.raw[:RAW_KEEP_CHARS]
         res.ok = True
         return res
 
@@ -574,7 +579,12 @@ class LiveSource:
         try:
             # A thread cannot be killed: on timeout it is left to finish and not restarted
             # until it has (see busy_reader).
-            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            reading = await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            rejected = [(c.id, c.rejected) for c in reading.cards if c.rejected]
+            if vet_reading(reading, spec.tool, expect_cards=True, said=self._vetted):
+                # No text to keep from a library: the refused values stand in for it.
+                reading.raw = f"{spec.tool} (in-process) refused figures: {rejected!r}"
+            return reading
         except TimeoutError:
             raise _Failed(
                 f"{spec.tool} did not answer within {self.timeout:.1f} s", "timeout"
@@ -623,7 +633,7 @@ class LiveSource:
                 raw=result.stdout + result.stderr,
             )
         try:
-            return query.parse(result.stdout)
+            reading = query.parse(result.stdout)
         except ParseError as exc:
             raise _Refused(f"{tool}: {exc}", "parse", raw=result.stdout) from None
         except Exception as exc:  # a parser bug must not take the poll down either
@@ -631,6 +641,10 @@ class LiveSource:
                 f"{tool}: parser failed ({type(exc).__name__}: {exc})", "parse",
                 raw=result.stdout,
             ) from None
+        # Impossible figures, a card listed twice, no card at all: noted, and the text kept.
+        if vet_reading(reading, tool, expect_cards=not query.optional, said=self._vetted):
+            reading.raw = result.stdout[:RAW_KEEP_CHARS]
+        return reading
 
     def _not_ours_message(self, state: _ToolState, query: Query, text: str) -> str:
         spec = state.spec
@@ -728,17 +742,20 @@ class LiveSource:
         processes: list[CardProcess] = []
         version: str | None = None
         notes: list[str] = []
+        raw: list[str] = []
         for reading in readings:
             cards = reading.cards if not cards else merge_cards(cards, reading.cards)
             processes.extend(reading.processes)
             notes.extend(reading.notes)
             version = version or reading.version
+            raw.extend([reading.raw] if reading.raw else [])
         for query, out in zip(plain_optional, optional_out, strict=True):
             if isinstance(out, ToolReading):
                 cards = merge_cards(cards, out.cards)
                 processes.extend(out.processes)
                 notes.extend(out.notes)
                 version = version or out.version
+                raw.extend([out.raw] if out.raw else [])
                 if query.process_list:
                     state.process_last[query.name] = ToolReading(processes=list(out.processes))
             else:
@@ -777,10 +794,12 @@ class LiveSource:
                         state.enriched[(query.name, idx)] = extra[0]
                     processes.extend(out.processes)
                     notes.extend(out.notes)
+                    raw.extend([out.raw] if out.raw else [])
                 elif query.name not in failed:
                     failed.add(query.name)
                     self._optional_failed(state, query, out, res)
-        return ToolReading(cards=cards, processes=processes, version=version, notes=notes)
+        return ToolReading(cards=cards, processes=processes, version=version, notes=notes,
+                           raw="\n".join(raw))
 
     def _optional_failed(
         self, state: _ToolState, query: Query, exc: BaseException, res: _Poll

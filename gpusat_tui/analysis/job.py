@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpusat_tui.analysis.card import CardFigures, unknown_verdict
+from gpusat_tui.analysis.card import CardFigures, _throttle_counts, unknown_verdict
 from gpusat_tui.analysis.evidence import ProcessTie
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -60,6 +60,13 @@ _BASIS_WORDS = {
     "sm": ("SM activity", "measured by the GPM counters"),
     "power": ("power share of cap", "work inferred from power"),
 }
+
+_THROTTLED_ADVICE = (
+    "The lagging card is throttled: check its cooling and airflow (thermal), its "
+    "power limit (nvidia-smi -q -d PERFORMANCE,POWER) and the board's power "
+    "supply (hardware slowdown / power brake); sync boost ties its clocks to "
+    "the slowest card of the group"
+)
 
 _STRAGGLER_ADVICE = [
     "Look at what differs on the lagging rank: its DataLoader workers, its data "
@@ -98,6 +105,14 @@ class Lag:
     label: str = "util"
     #: Utilisation level of every card of the group (for the collective pattern's lines).
     utils: dict[str, float] = field(default_factory=dict)
+    #: Straggler -> its limiting clock-event reasons where the other cards show none of them,
+    #: and the line quoting them: then the lag is its clocks (cause ``throttled``).
+    throttled: dict[str, list[str]] = field(default_factory=dict)
+    throttle_lines: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cause(self) -> str:
+        return "throttled" if self.throttled else "straggler"
 
     @property
     def laggards(self) -> list[str]:
@@ -120,6 +135,12 @@ class Lag:
 
     def line(self, card_id: str) -> str:
         """The first line of a straggler's ``why``."""
+        line = self._line(card_id)
+        if self.throttled.get(card_id):
+            line += f"; its clocks are held down ({', '.join(self.throttled[card_id])})"
+        return line
+
+    def _line(self, card_id: str) -> str:
         if self.pattern == "lag":
             return (
                 f"lags the job: {self._level(card_id)} vs {pct(self.ref_level())} "
@@ -302,8 +323,11 @@ def lagging(
         if found is not None:
             held, _high, stretches = found
             others = [c for c in group if c not in held]
-            return Lag(group, held, others, "lag", "util", utils, [], grouping, seconds,
-                       stretches, polls, label, utils)
+            return _throttled(
+                Lag(group, held, others, "lag", "util", utils, [], grouping, seconds,
+                    stretches, polls, label, utils),
+                history, th,
+            )
         # 2. a collective wait: busy cards at a low level beside a busy peer at a high one
         busy_line = th.for_vendor(vendor).busy_util_pct
         busy = [c for c in group if utils[c] >= busy_line]
@@ -321,9 +345,37 @@ def lagging(
             continue
         waiters, high, stretches = found
         others = [c for c in group if c not in high]
-        return Lag(group, high, others, "collective", basis, levels, waiters, grouping,
-                   seconds, stretches, polls, label, utils)
+        return _throttled(
+            Lag(group, high, others, "collective", basis, levels, waiters, grouping,
+                seconds, stretches, polls, label, utils),
+            history, th,
+        )
     return None
+
+
+def _throttled(
+    lag: Lag, history: Sequence[FrameFacts], th: Thresholds
+) -> Lag:
+    """``lag`` with the stragglers held down by a limit the other cards are not under."""
+    reasons: dict[str, list[str]] = {}
+    lines: dict[str, str] = {}
+    for c in lag.group:
+        counts, n = _throttle_counts(
+            [r for ff in history if (r := ff.cards.get(c)) is not None and r.fresh]
+        )
+        if counts and n:
+            held = [r for r, k in counts.items() if k >= th.throttled_frac * n]
+            if held:
+                reasons[c] = held
+                quoted = ", ".join(f"{r} in {counts[r]}" for r in held)
+                lines[c] = f"clocks held down ({quoted} of {n} polls; clock-event reasons)"
+    leading = {r for c in lag.others for r in reasons.get(c, [])}
+    for c in lag.stragglers:
+        own = [r for r in reasons.get(c, []) if r not in leading]
+        if own:
+            lag.throttled[c] = own
+            lag.throttle_lines[c] = lines[c]
+    return lag
 
 
 def _last_card(history: Sequence[FrameFacts], card_id: str) -> object:
@@ -350,9 +402,11 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
         for line in _STRAGGLER_ADVICE:
             if line not in advice:
                 advice.append(line)
+        if card_id in lag.throttled:
+            advice.insert(0, _THROTTLED_ADVICE)
         return Verdict.model_construct(
-            kind="imbalanced", cause="straggler", why=why, advice=advice,
-            confidence=verdict.confidence,
+            kind="imbalanced", cause="throttled" if card_id in lag.throttled else "straggler",
+            why=why, advice=advice, confidence=verdict.confidence,
         )
     waiting = card_id in lag.waiters or (
         verdict.kind == "starving" and verdict.cause == "light-kernels"
@@ -397,6 +451,8 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
             f"{'waits' if len(lag.waiters) == 1 else 'wait'} in a collective for "
             f"{', '.join(stragglers)}, the straggler",
         ]
+    for c in lag.throttled:
+        why.append(f"{c}: {lag.throttle_lines[c]}, the others not: the lag is its clocks")
     why += [lag.held_line(), lag.grouping]
     pf = {c: figures[c].pfrac.median for c in group
           if c in figures and figures[c].pfrac is not None}
@@ -410,9 +466,11 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
             "longer samples on its rank, more layers or parameters placed on it, or "
             "throttling (clocks, temperature) in the vendor tool",
         )
+    if lag.throttled:
+        advice.insert(0, _THROTTLED_ADVICE)
     conf = min(verdicts[c].confidence for c in group if c in verdicts) or 0.5
     return Verdict(
-        kind="imbalanced", cause="straggler", why=why, advice=advice,
+        kind="imbalanced", cause=lag.cause, why=why, advice=advice,
         confidence=round(max(0.3, min(0.9, conf)), 2),
     )
 

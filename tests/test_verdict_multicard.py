@@ -372,3 +372,19 @@ def test_every_kind_has_a_badge_style_and_word() -> None:
                     f"JobLine > .jobline--{kind}"):
             assert cls in css, cls
         assert badge_word(kind) == kind.upper()
+
+
+def test_one_poll_a_little_above_the_line_does_not_end_a_stall_two_do() -> None:
+    def run(blips: set[int]) -> str:
+        frames = []
+        for k in range(25):
+            cpu = 20.0 if k in blips else 1.0
+            frames.append(Frame(t=T0 + k, seq=k, processes=rank(9, "nvidia:0", cpu, 0.0),
+                                cards=[gpu(0, 0.0, 0.2)]))
+        return judge(frames).job.kind
+
+    assert run(set()) == "stalled"
+    assert run({12}) == "stalled"
+    assert run({12, 13}) == "starving"
+    assert run({24}) == "starving"  # the latest poll shows work: not stalled now
+    assert run({12}) == "stalled" and run({10, 15}) == "stalled"

@@ -256,7 +256,8 @@ def _stalled_poll(
     figures += [p.pin for p in tied if p.pin is not None]
     if not figures or not any(p.is_trainer for p in tied):
         return None  # no process evidence: a stall cannot be told from waiting for input
-    if max(figures) > th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
+    # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
+    if max(figures) > 3 * th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
         return None
     return tied, max(figures)
 
@@ -276,6 +277,7 @@ def stall_run(
     mems: list[float] = []
     iowaits: list[float] = []
     reached_first = True
+    blip = False
     for ff in reversed(facts):
         reading = ff.cards.get(card_id)
         if reading is None or not reading.fresh:
@@ -285,6 +287,16 @@ def stall_run(
             reached_first = False
             break
         tied, cpu = found
+        # One poll a little above the line (a timer thread, a log flush, CPU time counted in
+        # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
+        # poll, do.
+        if cpu > th.stall_cpu_pct:
+            if blip or last_t is None:
+                reached_first = False
+                break
+            blip = True
+        else:
+            blip = False
         if last_t is None:
             last_t = ff.t
         first_t = ff.t

@@ -1,4 +1,4 @@
-"""Pure pieces of the UI: sparkline rows, gauge, literal text, process and status lines."""
+"""Pure pieces of the UI: sparkline rows, literal text, process and status lines."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from gpusat_tui.model import Frame, ProcessSample
 from gpusat_tui.ui.state import HISTORY_POINTS, DashboardState
 from gpusat_tui.ui.text import clean, fmt, literal
 from gpusat_tui.ui.widgets.badge import badge_word
-from gpusat_tui.ui.widgets.gauge import gauge_text
 from gpusat_tui.ui.widgets.processes import process_summary, process_text
 from gpusat_tui.ui.widgets.spark import spark_rows
 from gpusat_tui.ui.widgets.status import StatusInfo, status_text
@@ -26,19 +25,6 @@ def test_spark_rows_fixed_scale_gaps_and_padding() -> None:
     assert spark_rows([100.0, 0.0, 250.0], 2, 1, 100.0) == [" █"]
     assert spark_rows([10.0], 0, 1, 100.0) == []
     assert spark_rows([10.0], 3, 0, 100.0) == []
-
-
-def test_gauge_text() -> None:
-    label, filled, empty = gauge_text(245.0, 300.0, 40)
-    assert label == "Power 245/300 W  82%"
-    assert (len(filled), len(empty)) == (16, 3)
-    assert gauge_text(None, 300.0, 40) == ("Power n/a", "", "")
-    assert gauge_text(120.0, None, 40) == ("Power 120 W (no cap)", "", "")
-    # Too narrow for a bar: the figures alone.
-    assert gauge_text(245.0, 300.0, 22) == ("Power 245/300 W  82%", "", "")
-    # Over the cap (boost): the bar is full, the percent says the truth.
-    label, filled, empty = gauge_text(330.0, 300.0, 30)
-    assert label == "Power 330/300 W 110%" and empty == "" and len(filled) == 9
 
 
 def test_clean_and_literal_never_interpret_data() -> None:

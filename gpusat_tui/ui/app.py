@@ -32,7 +32,7 @@ from textual.strip import Strip
 from textual.widgets import Footer, Static
 
 from gpusat_tui.errors import GpusatError, ToolMissing
-from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, Verdict
+from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.state import DashboardState
@@ -42,7 +42,7 @@ from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.lines import LineWidget
 from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
 from gpusat_tui.ui.widgets.panel import CardDetail
-from gpusat_tui.ui.widgets.processes import ProcessPanel
+from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
 
@@ -127,10 +127,14 @@ def _mmss(seconds: float | None) -> str:
 
 class JobLine(LineWidget):
     """The job's verdict above the cards (only for jobs on more than one card), one widget:
-    ``Job (8 cards)  IMBALANCED  card 3 at 41% while the others …``."""
+    ``Job (8 cards)  IMBALANCED  data wait 2–41% · step 210 ms  card 3 at 41% while …``.
+
+    The probe's figures (measured inside the trainers) come before the verdict's first
+    reason; without a probe it says so in two words (the process panel says how to get one).
+    """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "jobline--why", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
+        "jobline--why", "jobline--probe", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
     }
 
     DEFAULT_CSS = """
@@ -141,10 +145,11 @@ class JobLine(LineWidget):
         super().__init__(id="job")
         self.n_cards = 0
         self.verdict = Verdict()
+        self.probe = ""
 
-    def show(self, n_cards: int, verdict: Verdict) -> None:
-        if (n_cards, verdict) != (self.n_cards, self.verdict):
-            self.n_cards, self.verdict = n_cards, verdict
+    def show(self, n_cards: int, verdict: Verdict, probe: str = "") -> None:
+        if (n_cards, verdict, probe) != (self.n_cards, self.verdict, self.probe):
+            self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
             self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -156,6 +161,7 @@ class JobLine(LineWidget):
         return self.fit(self.strip_parts([
             (f"Job ({self.n_cards} cards) ", self.base_style + _BOLD),
             (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
+            (f" {self.probe or 'no probe'} ", self.part_style("jobline--probe")),
             (f" {clean(first, 120)}", self.part_style("jobline--why")),
         ]))
 
@@ -429,8 +435,9 @@ class GpusatApp(App[int]):
         multi = len(frame.cards) > 1
         if self.job_bar.display != multi:
             self.job_bar.display = multi
+        probes = list(frame.probes)
         if multi:
-            self.job_bar.show(len(frame.cards), self.assessment.job)
+            self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes))
         self._auto_view(len(frame.cards))
         if self.overview:
             # Only what is on screen is kept current: the list and the full card catch up
@@ -441,8 +448,16 @@ class GpusatApp(App[int]):
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval())
-        self.processes.show_processes(list(frame.processes))
+        self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
+
+    def _fragmenting(self, probe: ProbeSample) -> bool:
+        """Whether a rank's allocator figures belong on screen: fragmenting is suspected on
+        its card or for the job."""
+        if self.assessment.job.kind == "fragmenting":
+            return True
+        verdict = self.assessment.cards.get(probe.card_id or "")
+        return verdict is not None and verdict.kind == "fragmenting"
 
     def _blocks(self, frame: Frame) -> tuple:
         verdicts = self.assessment.cards

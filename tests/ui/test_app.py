@@ -58,7 +58,7 @@ async def test_frames_update_widgets() -> None:
         assert "-1m" in text and "now" in text  # a time axis: one column per poll
         assert "61°C" in text
         assert "SATURATED" in text
-        assert app.detail.panel.kind == "saturated"
+        assert app.detail.panel.data.kind == "saturated"
         assert "1 trainer · 2 workers (2 running)" in text
         assert "monitor 0.4% CPU" in text
         # One card: no job bar.
@@ -207,9 +207,11 @@ async def test_resize_to_tiny_and_narrow_does_not_raise() -> None:
     app = make_app(ListSource(frames))
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 4)
-        # The charts share the panel's height: 19 rows less the title, three headers, three
-        # axes and the first reason leave 12, 4 per chart.
-        assert app.detail.panel.chart_rows() == (4, 4, 4)
+        # The charts share the panel's height: what the title, three headers, three axes and
+        # the first reason leave, split evenly (the first charts get what is left over).
+        rows = app.detail.panel.chart_rows()
+        height = app.detail.panel.size.height
+        assert sum(rows) == height - 8 and max(rows) - min(rows) <= 1 and rows[0] >= 3
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
         text = screen_text(app)
@@ -222,7 +224,7 @@ async def test_resize_to_tiny_and_narrow_does_not_raise() -> None:
         assert text.count("now") == 1
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
-        assert app.detail.panel.chart_rows() == (4, 4, 4)
+        assert app.detail.panel.chart_rows() == rows
         assert "GPU-Util 0%" in screen_text(app)
         assert screen_text(app).count("now") == 3
         await pilot.resize_terminal(20, 5)

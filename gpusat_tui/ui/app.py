@@ -27,6 +27,8 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.events import Resize
+from textual.geometry import Size
 from textual.reactive import var
 from textual.strip import Strip
 from textual.widgets import Footer, Static
@@ -470,24 +472,25 @@ class GpusatApp(App[int]):
 
     # --- the two views -----------------------------------------------------------------------
 
-    def _grid_size_estimate(self) -> tuple[int, int]:
+    def _grid_size_estimate(self, size: Size | None = None) -> tuple[int, int]:
         """The overview's size in this pane (before it is laid out): all but the job line,
         the status line, the footer, the banner and the (shortened) process panel."""
-        width, height = self.size
+        width, height = size or self.size
         processes = 9 if height >= 40 else 5 if height >= 20 else 0
         return width, height - 3 - (1 if self.banner else 0) - processes
 
-    def _auto_view(self, n_cards: int) -> None:
+    def _auto_view(self, n_cards: int, size: Size | None = None) -> None:
         """Until the user picks a view, the overview is shown where it fits usefully."""
         if not self.view_chosen:
-            want = overview_fits(n_cards, *self._grid_size_estimate())
+            want = overview_fits(n_cards, *self._grid_size_estimate(size))
             if want != self.overview:
                 self.overview = want
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: Resize) -> None:
+        # Runs before Textual's own handler has stored the new size: use the event's.
         frame = self.frame
         if frame is not None and not self.view_chosen:
-            self._auto_view(len(frame.cards))
+            self._auto_view(len(frame.cards), event.size)
 
     def watch_overview(self, value: bool) -> None:
         self.set_class(value, "-overview")

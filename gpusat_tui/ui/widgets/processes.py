@@ -142,7 +142,13 @@ def process_text(
     else:
         text.append(NO_PROBE, style="dim")
     by_pid = {p.pid: p for p in probes}
-    shown: set[int] = set()
+    trainer_pids = {p.pid for p in processes if p.role == "trainer"}
+    # Ranks the process scan did not find (another PID namespace, not yet scanned) come
+    # first: under a long list of workers they would be cut off.
+    for probe in probes:
+        if probe.pid not in trainer_pids:
+            wants = allocator_for is not None and allocator_for(probe)
+            text.append(f"\nprobed  {probe.pid:>7} {probe_row(probe, allocator=wants)}")
     ordered = sorted(
         processes,
         key=lambda p: (p.trainer_pid or p.pid, p.role != "trainer", -(p.cpu_pct or 0.0), p.pid),
@@ -157,21 +163,29 @@ def process_text(
             text.append(f"  pin-memory {proc.pin_cpu_pct:.0f}%")
         probe = by_pid.get(proc.pid) if proc.role == "trainer" else None
         if probe is not None:
-            shown.add(probe.pid)
             wants = allocator_for is not None and allocator_for(probe)
             text.append(f"  {probe_row(probe, allocator=wants)}", style="bold")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
-    # Ranks the process scan did not find (another PID namespace, or not yet scanned).
-    for probe in probes:
-        if probe.pid not in shown:
-            wants = allocator_for is not None and allocator_for(probe)
-            text.append(f"\nprobed  {probe.pid:>7} {probe_row(probe, allocator=wants)}")
     return text
 
 
+#: Polls a shorter process list must last before the panel gives its rows back.
+SHRINK_AFTER_POLLS = 30
+
+
 class ProcessPanel(CachedStatic):
-    """Updated only when the process figures changed."""
+    """Updated only when the process figures changed; its height only grows at once.
+
+    A trainer's process list comes and goes with its workers (and with other jobs on a shared
+    machine): a panel that followed it line for line would re-lay out the whole screen each
+    time, charts included (a full repaint, measured as most of the card view's CPU on a busy
+    machine). Extra rows are kept blank until the list has been shorter for
+    `SHRINK_AFTER_POLLS` polls.
+    """
+
+    _rows = 0
+    _shorter_for = 0
 
     def show_processes(
         self,
@@ -182,4 +196,13 @@ class ProcessPanel(CachedStatic):
         # Keyed on the text as shown (CPU % rounded): a worker going from 41.2 to 41.4 % is
         # not worth a repaint.
         text = process_text(processes, probes=probes, allocator_for=allocator_for)
+        rows = text.plain.count("\n") + 1
+        if rows >= self._rows:
+            self._rows, self._shorter_for = rows, 0
+        else:
+            self._shorter_for += 1
+            if self._shorter_for >= SHRINK_AFTER_POLLS:
+                self._rows, self._shorter_for = rows, 0
+        if rows < self._rows:
+            text.append("\n" * (self._rows - rows))
         self.show(text.plain, text)

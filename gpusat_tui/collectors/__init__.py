@@ -22,6 +22,16 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "xpu_smi",
     "mthreads_gmi",
     "birensmi",
+    "tegrastats",
+    "neuron_monitor",
+    "neuron_ls",
+    "hl_smi",
+    "ixsmi",
+    "efsmi",
+    "mx_smi",
+    "intel_xpu_smi",
+    "tpu_info",
+    "tt_smi",
 )
 
 

@@ -28,7 +28,8 @@ from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.charts import gpm_text, throttle_reasons
 from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
-from gpusat_tui.ui.widgets.panel import POWER_TOP_PCT, util_label
+from gpusat_tui.ui.widgets.cards import host_tag, util_label
+from gpusat_tui.ui.widgets.panel import POWER_TOP_PCT
 from gpusat_tui.ui.widgets.spark import spark_rows
 
 #: Columns of a block's labels (``GPU-Util 100% ``); the chart takes the rest of the block.
@@ -132,6 +133,8 @@ def block_for(card: CardReading, verdict: Verdict | None, history: CardHistory |
               *, tag: str = "") -> Block:
     hist = history or CardHistory()
     kind = verdict.kind if verdict and verdict.kind in VERDICT_KINDS else "unknown"
+    if card.host:  # the fleet view: blocks of many hosts would all read 0, 1, 2...
+        tag = f"{host_tag(card.host).rstrip()} {tag}"
     head = f"{tag}{card.index:>2}  {fmt(card.temp_c, '°C')}  VRAM {fmt(card.mem_pct, '%')}"
     if card.mem_used_mib is not None and card.mem_total_mib:
         head += f" {card.mem_used_mib / 1024:.0f}/{card.mem_total_mib / 1024:.0f}G"

@@ -22,11 +22,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict
+from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.badge import badge_word
-from gpusat_tui.ui.widgets.cards import WrappedText
+from gpusat_tui.ui.widgets.cards import WrappedText, util_label
 from gpusat_tui.ui.widgets.charts import (
     gpm_text,
     span_min_max,
@@ -39,11 +39,6 @@ from gpusat_tui.ui.widgets.spark import spark_rows
 #: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
 #: itself is a line inside the chart, not its edge.
 POWER_TOP_PCT = 110.0
-
-
-def util_label(card: CardReading) -> str:
-    """The vendor's own name for utilisation (GPU-Util, HCU%, AICore%...)."""
-    return UTIL_LABELS.get(card.vendor, "Util")
 
 
 @dataclass(frozen=True)

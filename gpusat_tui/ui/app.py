@@ -441,12 +441,12 @@ class GpusatApp(App[int]):
         if multi:
             self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes))
         self._auto_view(len(frame.cards))
+        # The list is kept current in both views (a few µs; hidden, it is not drawn); the
+        # full card catches up when the view changes back (``watch_overview`` renders again).
+        self.card_list.sync(frame.cards, verdicts, self.selected)
         if self.overview:
-            # Only what is on screen is kept current: the list and the full card catch up
-            # when the view changes back (``watch_overview`` renders again).
             self.grid.show(self._blocks(frame), self.selected)
         else:
-            self.card_list.sync(frame.cards, verdicts, self.selected)
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval())

@@ -18,8 +18,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict
-from gpusat_tui.ui.text import fmt
+from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict
+from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.lines import LineWidget
 

@@ -26,9 +26,9 @@ from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.badge import badge_word
+from gpusat_tui.ui.widgets.cards import host_tag, util_label
 from gpusat_tui.ui.widgets.charts import gpm_text, throttle_reasons
 from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
-from gpusat_tui.ui.widgets.cards import host_tag, util_label
 from gpusat_tui.ui.widgets.panel import POWER_TOP_PCT
 from gpusat_tui.ui.widgets.spark import spark_rows
 

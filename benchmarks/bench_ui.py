@@ -1,6 +1,6 @@
 """Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, per pane size and view.
 
-Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR] [--only-sizes ...]
+Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR] [--sizes 100x30] [--hung]
 
 Figures:
 1. Start-up: from the tmux pane's start to the first live figures on screen (wall time), and

@@ -65,6 +65,15 @@ class Thresholds:
     #: and at least ``imbalance_gap_pct`` points below it.
     imbalance_gap_pct: float = 35.0
     imbalance_ratio: float = 0.60
+    #: NVIDIA GPM SM activity (share of SMs busy; NVIDIA's profiling guidance): at or above
+    #: this is necessary for ``saturated`` where the card gives it; below
+    #: ``sm_active_low_pct`` the work is likely ineffective (small kernels, or a rank waiting
+    #: in a collective) whatever GPU-Util says.
+    sm_active_busy_pct: float = 80.0
+    sm_active_low_pct: float = 50.0
+    #: A card is "throttled" when a limiting clock-event reason (power cap, thermal, hardware
+    #: slowdown, sync boost) is active in at least this share of its fresh readings.
+    throttled_frac: float = 0.5
     #: Per-vendor replacements of the fields above, where the vendor's figures mean something
     #: else (see `_default_vendor_overrides`).
     vendor_overrides: Mapping[str, Mapping[str, float]] = field(

@@ -1,17 +1,21 @@
-"""Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, and key latency.
+"""Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, per pane size and view.
 
-Run by hand (takes ~2.5 min on 2 cores):  python benchmarks/bench_ui.py [--seconds 60]
+Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR] [--sizes 100x30] [--hung]
 
-Three figures:
-1. The monitor process's CPU over ``--seconds`` at 1 Hz with 8 fake NVIDIA cards whose figures
-   change every poll, UI on in a detached tmux pane (100x30). Its own CPU (all its threads, as
+Figures:
+1. Start-up: from the tmux pane's start to the first live figures on screen (wall time), and
+   the CPU the dashboard process spent until then (imports, first layout and paint).
+2. The monitor process's CPU over ``--seconds`` at 1 Hz with 8 fake NVIDIA cards whose figures
+   change every poll, in a detached tmux pane of 100x30, 160x50 and 240x70, in the overview
+   (every card's block) and in the single-card view (``o``). Its own CPU (all its threads, as
    the scheduler counts it in ``/proc/<pid>/task/*/schedstat``) is reported apart from the CPU
    of the tool processes it ran (reaped children, tick-sampled).
-2. The same with a second tool (hy-smi) that hangs on every call (killed at its timeout; once
-   it has hung twice in a row the live source backs off, so it is then called on one poll in
-   2, 4, 8, then 16).
-3. Key-press-to-repaint latency with the hung tool: send Right, poll ``capture-pane`` every
-   5 ms until the selection marker moved. Includes tmux's own delay: an upper bound.
+   ``--compare DIR``: the same sizes, back to back, for another checkout (e.g. ``git archive
+   main``), run from DIR with this interpreter, so both see the same machine load.
+3. With a second tool (hy-smi) that hangs on every call (``--hung``; killed at its timeout; once
+   it has hung twice in a row the live source backs off): CPU and key-press-to-repaint latency
+   (send Right, poll ``capture-pane`` every 5 ms until the selection moved; includes tmux's
+   own delay: an upper bound).
 """
 
 from __future__ import annotations
@@ -67,12 +71,16 @@ def make_bin(root: Path, hung: bool) -> FakeBin:
 class Pane:
     """gpusat-tui running in a detached tmux session on a private server."""
 
-    def __init__(self, root: Path, fake: FakeBin, name: str) -> None:
+    def __init__(self, root: Path, fake: FakeBin, name: str, size: tuple[int, int] = (100, 30),
+                 app_dir: Path = REPO) -> None:
         self.sock = str(root / f"{name}.sock")
         self.env = fake.env({"TERM": "xterm-256color"})
+        # Run from app_dir with it first on the path: ``-m gpusat_tui`` imports that tree.
+        self.env["PYTHONPATH"] = str(app_dir)
         command = shlex.join([sys.executable, "-m", "gpusat_tui", "--interval", "1"])
-        self.tmux("new-session", "-d", "-s", "b", "-x", "100", "-y", "30", "-c", str(REPO),
-                  command)
+        self.started = time.perf_counter()
+        self.tmux("new-session", "-d", "-s", "b", "-x", str(size[0]), "-y", str(size[1]),
+                  "-c", str(app_dir), command)
         try:
             pane_pid = int(self.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
             self.proc = self._find_python(psutil.Process(pane_pid))
@@ -210,32 +218,76 @@ def breakdown(root: Path, polls: int = 20) -> None:
           f"VerdictTracker.push {per_frame:.1f} ms per 8-card frame")
 
 
+SIZES = ((100, 30), (160, 50), (240, 70))
+
+
+def start_up(pane: Pane) -> tuple[float, float]:
+    """(seconds from the pane's start to live figures on screen, CPU ms spent until then)."""
+    deadline = time.perf_counter() + 30
+    while not ("GPU-Util" in (screen := pane.screen()) and "%" in screen):
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"no live figures after 30 s:\n{screen}")
+        time.sleep(0.01)
+    wall = time.perf_counter() - pane.started
+    ns = run_ns(pane.proc.pid)
+    return wall, (ns or 0) / 1e6
+
+
+def run_size(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
+             app_dir: Path, label: str, views: tuple[str, ...]) -> None:
+    pane = Pane(root, fake, f"{label}-{size[0]}x{size[1]}", size, app_dir)
+    try:
+        wall, cpu_ms = start_up(pane)
+        pane.wait_for("▸")
+        time.sleep(3)  # let start-up settle: imports, first layout, the history filling
+        for view in views:
+            if view == "card":
+                pane.tmux("send-keys", "-t", "b", "o")
+                time.sleep(2)
+            own, tools, ms = measure_cpu(pane, seconds)
+            print(f"{label:8s} {size[0]:3d}x{size[1]:<3d} {view:9s} monitor {own:5.2f}% of a "
+                  f"core ({ms:5.2f} ms CPU/s); tools {tools:4.2f}%; start-up {wall:.2f} s, "
+                  f"{cpu_ms:.0f} ms CPU", flush=True)
+    finally:
+        pane.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--compare", type=Path, default=None,
+                        help="another checkout to measure back to back (e.g. main)")
+    parser.add_argument("--sizes", nargs="*", default=[f"{w}x{h}" for w, h in SIZES])
+    parser.add_argument("--hung", action="store_true", help="also the hung-tool case")
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
-    print(f"machine: {psutil.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes]
+    print(f"machine: {psutil.cpu_count()} CPUs, python {sys.version.split()[0]}, "
+          f"load {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for hung in (False, True):
-            pane = Pane(root, make_bin(root, hung), "hung" if hung else "ok")
+        fake = make_bin(root, hung=False)
+        for size in sizes:
+            if args.compare is not None:
+                run_size(root, fake, size, args.seconds, args.compare, "compare", ("only",))
+            run_size(root, fake, size, args.seconds, REPO, "this", ("overview", "card"))
+        if args.hung:
+            pane = Pane(root, make_bin(root, True), "hung")
             try:
-                pane.wait_for("▸ 0")
                 pane.wait_for("GPU-Util")
-                time.sleep(3)  # let start-up settle: imports, first layout
+                time.sleep(3)
                 own, tools, ms = measure_cpu(pane, args.seconds)
-                what = "8 cards + hung hy-smi" if hung else "8 cards"
-                print(f"{what:24s} monitor {own:5.2f}% of a core ({ms:.1f} ms CPU/s); "
-                      f"tools it ran {tools:5.2f}%")
-                if hung:
-                    status = pane.screen().splitlines()[-2]
-                    print(f"  status line: {status.strip()}")
-                    lat = key_latency(pane)
-                    print(f"  key->repaint with hung tool: median {statistics.median(lat):.0f} ms,"
-                          f" max {max(lat):.0f} ms over {len(lat)} presses")
+                print(f"8 cards + hung hy-smi    monitor {own:5.2f}% of a core ({ms:.1f} ms "
+                      f"CPU/s); tools it ran {tools:5.2f}%")
+                status = pane.screen().splitlines()[-2]
+                print(f"  status line: {status.strip()}")
+                lat = key_latency(pane)
+                print(f"  key->repaint with hung tool: median {statistics.median(lat):.0f} ms,"
+                      f" max {max(lat):.0f} ms over {len(lat)} presses")
             finally:
                 pane.close()
-        breakdown(root)
+        if args.breakdown:
+            breakdown(root)
     return 0
 
 

@@ -181,7 +181,9 @@ async def test_fleet_view_shows_every_host_names_the_lagging_one_and_marks_a_sto
     fleet: Fleet,
 ) -> None:
     source, tracker = build_fleet(fleet.prom.url, ["job=gpusat"], interval=0.5)
-    app = GpusatApp(source, tracker=tracker, interval=0.5, own_cpu=lambda: 0.1)
+    # The card list view: 8 cards in 140x40 would otherwise open in the overview, whose
+    # down arrow steps a row of blocks, not a row of the list.
+    app = GpusatApp(source, tracker=tracker, interval=0.5, own_cpu=lambda: 0.1, view="card")
     async with app.run_test(size=(140, 40)) as pilot:
         expected = {f"{h}/nvidia:{i}" for h in HOSTS for i in range(CARDS)}
         await settle(pilot, lambda: set(app.card_list.ids) == expected

@@ -26,20 +26,24 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.events import Resize
+from textual.geometry import Size
 from textual.reactive import var
 from textual.strip import Strip
 from textual.widgets import Footer, Static
 
 from gpusat_tui.errors import GpusatError, ToolMissing
-from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, Verdict
+from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.state import DashboardState
 from gpusat_tui.ui.text import clean
 from gpusat_tui.ui.widgets.badge import badge_word
-from gpusat_tui.ui.widgets.cards import CachedStatic, CardDetail, CardList
+from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.lines import LineWidget
-from gpusat_tui.ui.widgets.processes import ProcessPanel
+from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
+from gpusat_tui.ui.widgets.panel import CardDetail
+from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
 
@@ -124,10 +128,14 @@ def _mmss(seconds: float | None) -> str:
 
 class JobLine(LineWidget):
     """The job's verdict above the cards (only for jobs on more than one card), one widget:
-    ``Job (8 cards)  IMBALANCED  card 3 at 41% while the others …``."""
+    ``Job (8 cards)  IMBALANCED  data wait 2–41% · step 210 ms  card 3 at 41% while …``.
+
+    The probe's figures (measured inside the trainers) come before the verdict's first
+    reason; without a probe it says so in two words (the process panel says how to get one).
+    """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "jobline--why", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
+        "jobline--why", "jobline--probe", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
     }
 
     DEFAULT_CSS = """
@@ -138,10 +146,11 @@ class JobLine(LineWidget):
         super().__init__(id="job")
         self.n_cards = 0
         self.verdict = Verdict()
+        self.probe = ""
 
-    def show(self, n_cards: int, verdict: Verdict) -> None:
-        if (n_cards, verdict) != (self.n_cards, self.verdict):
-            self.n_cards, self.verdict = n_cards, verdict
+    def show(self, n_cards: int, verdict: Verdict, probe: str = "") -> None:
+        if (n_cards, verdict, probe) != (self.n_cards, self.verdict, self.probe):
+            self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
             self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -153,6 +162,7 @@ class JobLine(LineWidget):
         return self.fit(self.strip_parts([
             (f"Job ({self.n_cards} cards) ", self.base_style + _BOLD),
             (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
+            (f" {self.probe or 'no probe'} ", self.part_style("jobline--probe")),
             (f" {clean(first, 120)}", self.part_style("jobline--why")),
         ]))
 
@@ -163,14 +173,21 @@ class GpusatApp(App[int]):
     CSS_PATH = "gpusat.tcss"
     TITLE = "gpusat-tui"
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (80, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (20, "-tall")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+        (0, "-short"), (20, "-tall"), (40, "-roomy"),
+    ]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p,space", "toggle_pause", "Pause", key_display="p"),
-        Binding("left,up", "card(-1)", "Prev card", key_display="←", show=False),
-        Binding("right,down", "card(1)", "Cards", key_display="←→"),
+        Binding("left", "move(-1, 0)", "Prev card", key_display="←", show=False),
+        Binding("right", "move(1, 0)", "Cards", key_display="←→"),
+        Binding("up", "move(0, -1)", "Card above", key_display="↑", show=False),
+        Binding("down", "move(0, 1)", "Card below", key_display="↓", show=False),
+        Binding("o", "overview", "Overview"),
+        Binding("o,escape", "card_view", "One card", key_display="o"),
+        Binding("enter", "open_card", "Open"),
         Binding("w,enter", "toggle_why", "Why"),
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
@@ -188,6 +205,8 @@ class GpusatApp(App[int]):
     paused: var[bool] = var(False, init=False)
     why_open: var[bool] = var(False, init=False)
     own_cpu_pct: var[float | None] = var(None, init=False)
+    #: Every card's block (`CardGrid`) instead of the list and the selected card in full.
+    overview: var[bool] = var(False, init=False)
 
     def __init__(
         self,
@@ -200,7 +219,10 @@ class GpusatApp(App[int]):
         cpu_sample_s: float = 5.0,
         banner: str | None = None,
         no_tool: str | None = None,
+        view: str | None = None,
     ) -> None:
+        """``view``: "overview" or "card" to start in (and keep) that view; None lets the
+        pane's size choose until the user does (`overview_fits`)."""
         super().__init__()
         self.source = source
         self.tracker: Tracker = tracker if tracker is not None else default_tracker()
@@ -223,6 +245,10 @@ class GpusatApp(App[int]):
         self.job_bar = JobLine()
         self.card_list = CardList(id="cards")
         self.detail = CardDetail(id="detail")
+        self.grid = CardGrid(id="grid")
+        #: Set once the user picks a view (o, Enter, Escape): the pane's size no longer does.
+        self.view_chosen = view is not None
+        self._initial_overview = view == "overview"
         self.processes = ProcessPanel("", id="processes")
         self.status = CachedStatic("", id="status")
 
@@ -235,6 +261,7 @@ class GpusatApp(App[int]):
         with Horizontal(id="main"):
             yield self.card_list
             yield self.detail
+            yield self.grid
         yield self.processes
         yield self.status
         yield Footer()
@@ -242,6 +269,9 @@ class GpusatApp(App[int]):
     def on_mount(self) -> None:
         self._exit_on_hangup()
         self.job_bar.display = False
+        self.grid.display = False
+        if self._initial_overview:
+            self.overview = True
         self.detail.set_why_open(False)
         self.detail.show(None, None, None)
         if self.no_tool is not None:
@@ -407,14 +437,68 @@ class GpusatApp(App[int]):
         multi = len(frame.cards) > 1
         if self.job_bar.display != multi:
             self.job_bar.display = multi
+        probes = list(frame.probes)
         if multi:
-            self.job_bar.show(len(frame.cards), self.assessment.job)
+            self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes))
+        self._auto_view(len(frame.cards))
+        # The list is kept current in both views (a few µs; hidden, it is not drawn); the
+        # full card catches up when the view changes back (``watch_overview`` renders again).
         self.card_list.sync(frame.cards, verdicts, self.selected)
-        card = frame.card(self.selected) if self.selected else None
-        history = self.state.cards.get(self.selected) if self.selected else None
-        self.detail.show(card, verdicts.get(self.selected or ""), history)
-        self.processes.show_processes(list(frame.processes))
+        if self.overview:
+            self.grid.show(self._blocks(frame), self.selected)
+        else:
+            card = frame.card(self.selected) if self.selected else None
+            history = self.state.cards.get(self.selected) if self.selected else None
+            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval())
+        self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
+
+    def _fragmenting(self, probe: ProbeSample) -> bool:
+        """Whether a rank's allocator figures belong on screen: fragmenting is suspected on
+        its card or for the job."""
+        if self.assessment.job.kind == "fragmenting":
+            return True
+        verdict = self.assessment.cards.get(probe.card_id or "")
+        return verdict is not None and verdict.kind == "fragmenting"
+
+    def _blocks(self, frame: Frame) -> tuple:
+        verdicts = self.assessment.cards
+        mixed = len({card.vendor for card in frame.cards}) > 1
+        return tuple(
+            block_for(card, verdicts.get(card.id), self.state.cards.get(card.id),
+                      tag=VENDOR_TAGS.get(card.vendor, card.vendor[:2]) if mixed else "")
+            for card in frame.cards
+        )
+
+    # --- the two views -----------------------------------------------------------------------
+
+    def _grid_size_estimate(self, size: Size | None = None) -> tuple[int, int]:
+        """The overview's size in this pane (before it is laid out): all but the job line,
+        the status line, the footer, the banner and the (shortened) process panel."""
+        width, height = size or self.size
+        processes = 9 if height >= 40 else 5 if height >= 20 else 0
+        return width, height - 3 - (1 if self.banner else 0) - processes
+
+    def _auto_view(self, n_cards: int, size: Size | None = None) -> None:
+        """Until the user picks a view, the overview is shown where it fits usefully."""
+        if not self.view_chosen:
+            want = overview_fits(n_cards, *self._grid_size_estimate(size))
+            if want != self.overview:
+                self.overview = want
+
+    def on_resize(self, event: Resize) -> None:
+        # Runs before Textual's own handler has stored the new size: use the event's.
+        frame = self.frame
+        if frame is not None and not self.view_chosen:
+            self._auto_view(len(frame.cards), event.size)
+
+    def watch_overview(self, value: bool) -> None:
+        self.set_class(value, "-overview")
+        self.grid.display = value
+        self.card_list.display = not value
+        self.detail.display = not value
+        self.refresh_bindings()
+        self._schedule_render()
 
     def _source_label(self) -> str:
         if self.source is None:
@@ -474,6 +558,12 @@ class GpusatApp(App[int]):
         # Replay keys exist only on a replay; hidden from the footer otherwise.
         if self.no_tool is not None:
             return action in {"quit", "help", "command_palette"}
+        # o switches views (one binding each, so the footer names the other view); Enter
+        # opens a card from the overview and toggles the reasons in a card's full view.
+        if action == "overview":
+            return not self.overview
+        if action in {"card_view", "open_card"}:
+            return self.overview
         return self._is_replay or action not in _REPLAY_ACTIONS
 
     def action_card(self, step: int) -> None:
@@ -484,10 +574,45 @@ class GpusatApp(App[int]):
         index = ids.index(self.selected) if self.selected in ids else 0
         self.selected = ids[(index + step) % len(ids)]
 
+    def action_move(self, dx: int, dy: int) -> None:
+        """Arrows: in the list, each one steps a card; in the overview, up and down step a
+        row of blocks (and stop at the edges), left and right a card."""
+        frame = self.frame
+        if not self.overview or not dy or frame is None or not frame.cards:
+            self.action_card(dx + dy)
+            return
+        ids = [c.id for c in frame.cards]
+        index = ids.index(self.selected) if self.selected in ids else 0
+        cols = grid_layout(len(ids), *self.grid.size).cols
+        target = index + dy * cols
+        if 0 <= target < len(ids):
+            self.selected = ids[target]
+
     def on_card_list_selected(self, message: CardList.Selected) -> None:
         self.selected = message.card_id
 
+    def on_card_grid_selected(self, message: CardGrid.Selected) -> None:
+        self.selected = message.card_id
+        if message.open:
+            self.action_open_card()
+
+    def action_overview(self) -> None:
+        self.view_chosen = True
+        self.overview = True
+
+    def action_card_view(self) -> None:
+        self.view_chosen = True
+        self.overview = False
+
+    def action_open_card(self) -> None:
+        """Enter in the overview: the selected card in full."""
+        self.action_card_view()
+
     def action_toggle_why(self) -> None:
+        if self.overview:  # asking why is about one card: show it in full, reasons open
+            self.action_card_view()
+            self.why_open = True
+            return
         self.why_open = not self.why_open
 
     def action_help(self) -> None:

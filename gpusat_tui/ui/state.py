@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from gpusat_tui.model import Frame
 
-#: Points kept per sparkline; a wide pane shows at most this many.
-HISTORY_POINTS = 120
+#: Points kept per chart: one column per poll, so a pane this wide (less its labels) is full.
+#: 512 × 3 figures × 8 cards is about 100 KB: bounded whatever the session's length.
+HISTORY_POINTS = 512
 
 
 @dataclass

@@ -29,6 +29,8 @@ STARVING = Verdict(
 
 
 def make_app(source: object, tracker: object | None = None, **kw: object) -> GpusatApp:
+    """The app in the card list + full card view unless a test asks for another."""
+    kw.setdefault("view", "card")
     return GpusatApp(
         source,  # type: ignore[arg-type]
         tracker=tracker or FixedTracker(default=SATURATED),  # type: ignore[arg-type]
@@ -42,7 +44,7 @@ async def test_frames_update_widgets() -> None:
     frames = frames_for(3, lambda i: [card(0, 80.0 + i, power=500.0, temp=61.0)],
                         processes=trainer_with_workers(workers=2))
     source = ListSource(frames)
-    app = make_app(source)
+    app = make_app(source, interval=1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
         text = screen_text(app)
@@ -50,10 +52,13 @@ async def test_frames_update_widgets() -> None:
         assert app.state.frames_seen == 3
         assert list(app.state.cards["nvidia:0"].util) == [80.0, 81.0, 82.0]
         assert "GPU-Util 82%" in text
-        assert "Power 500/700 W  71%" in text
+        assert "Power 71% of cap · 500/700 W" in text
+        assert "min 80%  max 82%" in text  # over the span shown
+        assert "VRAM 50% · 40/80 GiB" in text
+        assert "-1m" in text and "now" in text  # a time axis: one column per poll
         assert "61°C" in text
         assert "SATURATED" in text
-        assert app.detail.panel.kind == "saturated"
+        assert app.detail.panel.data.kind == "saturated"
         assert "1 trainer · 2 workers (2 running)" in text
         assert "monitor 0.4% CPU" in text
         # One card: no job bar.
@@ -202,20 +207,26 @@ async def test_resize_to_tiny_and_narrow_does_not_raise() -> None:
     app = make_app(ListSource(frames))
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 4)
-        assert app.detail.panel.metric_rows() == 2
+        # The charts share the panel's height: what the title, three headers, three axes and
+        # the first reason leave, split evenly (the first charts get what is left over).
+        rows = app.detail.panel.chart_rows()
+        height = app.detail.panel.size.height
+        assert sum(rows) == height - 8 and max(rows) - min(rows) <= 1 and rows[0] >= 3
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
         text = screen_text(app)
         # Readable at 60x15: the list of cards and the selected card's figure and badge; the
-        # sparklines shrink to one row each.
+        # charts shrink and share one time axis.
         assert "GPU-Util 0%" in text
         assert "SATURATED" in text
         assert " 7  70%" in text
-        assert app.detail.panel.metric_rows() == 1
+        assert app.detail.panel.chart_rows() == (2, 2, 2)
+        assert text.count("now") == 1
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
-        assert app.detail.panel.metric_rows() == 2
+        assert app.detail.panel.chart_rows() == rows
         assert "GPU-Util 0%" in screen_text(app)
+        assert screen_text(app).count("now") == 3
         await pilot.resize_terminal(20, 5)
         await pilot.pause()
         await pilot.press("right", "w", "question_mark")
@@ -463,17 +474,26 @@ async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
         assert "GPU-Util 20%" in screen_text(app)
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
         assert "65°C" in screen_text(app)
-        width, rows = panel.size.width, panel.metric_rows()
-    # Two rows per sparkline: GPU-Util on lines 1-2, VRAM 3-4, power 5-6, then the gauge (7).
-    assert rows == 2
-    assert all(x == 0 and w == width and h == 1 for x, _, w, h in regions), regions
-    lines = {y for _, y, _, _ in regions}
-    # Repainted: the util label (10 -> 20 %), the rows where the charts grew a point, and on
-    # frame 2 the title (the temperature).
-    assert {0, 1, 2, 4, 5, 6} <= lines
-    # Never repainted: VRAM's first row (its label is the same and 50 % leaves that row of
-    # the chart empty) and the gauge (500 W throughout).
-    assert lines.isdisjoint({3, 7}), sorted(lines)
+        width = panel.size.width
+        plan = panel.planned
+        util_rows, power_rows, mem_rows = panel.chart_rows()
+    assert all(x == 0 and w == width for x, _, w, _ in regions), regions
+    lines = {y + k for _, y, _, h in regions for k in range(h)}
+    util_head, power_head = 1, 1 + util_rows + 2
+    mem_head = power_head + power_rows + 2
+    assert plan[util_head].startswith("GPU-Util 20%")
+    assert plan[power_head].startswith("Power 71% of cap")
+    assert plan[mem_head].startswith("VRAM 50%")
+    # Repainted: the title (temperature), the util header (10 -> 20 %, its max), the rows of
+    # the util chart where it grew a point, and the power and VRAM charts' rows that gained
+    # their new column.
+    assert {0, util_head} <= lines
+    assert lines & set(range(util_head + 1, util_head + 1 + util_rows))
+    # Never repainted: the axes (same span at the same width) and the headers of the steady
+    # power and VRAM charts.
+    axes = {util_head + util_rows + 1, power_head + power_rows + 1, mem_head + mem_rows + 1}
+    assert all("now" in plan[y] for y in axes)
+    assert lines.isdisjoint(axes | {power_head, mem_head}), sorted(lines)
 
 
 async def test_card_rows_name_the_vendor_when_vendors_mix() -> None:

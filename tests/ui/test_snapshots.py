@@ -1,4 +1,5 @@
-"""SVG snapshots (top-level ``snapshots/``): one per verdict, 8 cards, no tool, a narrow pane.
+"""SVG snapshots (top-level ``snapshots/``): one per verdict; 8 cards in the overview (160x50,
+100x30), one card's full charts, the card list; no tool; a narrow and a tiny pane.
 
 Deterministic: fixed frames, fixed verdicts (FixedTracker), an injected clock, a frozen
 own-CPU figure, fixed terminal sizes, and nothing host- or time-dependent on screen.
@@ -12,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from gpusat_tui.model import CardReading, ProcessSample, Verdict, VerdictKind
+from gpusat_tui.model import CardReading, ProbeSample, ProcessSample, Verdict, VerdictKind
 from gpusat_tui.ui.app import GpusatApp, UnknownTracker
 from tests.ui.conftest import (
     T0,
@@ -118,18 +119,66 @@ def eight_cards(i: int) -> list[CardReading]:
                  mem_used=8192.0 * (j + 1)) for j in range(8)]
 
 
-def test_snapshot_eight_card_overview(snap_compare: Callable[..., bool]) -> None:
-    frames = frames_for(N_FRAMES, eight_cards, processes=trainer_with_workers(workers=6))
-    kinds: list[VerdictKind] = ["starving", "starving", "fragmenting", "fragmenting",
-                                "saturated", "saturated", "saturated", "saturated"]
+EIGHT_KINDS: list[VerdictKind] = ["starving", "starving", "fragmenting", "fragmenting",
+                                  "saturated", "saturated", "saturated", "saturated"]
+
+
+def with_gpm(i: int) -> list[CardReading]:
+    """Eight cards as NVML reads them with profiling counters (GPM) and throttle reasons."""
+    cards = eight_cards(i)
+    out = []
+    for j, reading in enumerate(cards):
+        util = reading.util_pct or 0.0
+        extras: dict[str, float | str | None] = {
+            "sm_active_pct": round(util * 0.6), "tensor_active_pct": round(util * 0.3),
+        }
+        if j >= 6:
+            extras["throttle"] = "power-cap"
+        out.append(reading.model_copy(update={"extras": extras}))
+    return out
+
+
+def eight_card_app(view: str | None = None, probes: bool = True) -> tuple[GpusatApp, ListSource]:
+    def frame_probes(i: int) -> list[ProbeSample]:
+        return [ProbeSample(pid=4242 + j, rank=j, world_size=8, card_id=f"nvidia:{j}",
+                            data_wait_pct=(60.0 if j < 2 else 4.0) + j, step_ms=210.0 + j,
+                            samples_per_s=600.0 - 10 * j, age_s=0.4) for j in range(8)]
+
+    frames = [
+        frame.model_copy(update={"probes": frame_probes(frame.seq) if probes else []})
+        for frame in frames_for(N_FRAMES, with_gpm, processes=trainer_with_workers(workers=6))
+    ]
     tracker = FixedTracker(
-        cards={f"nvidia:{j}": Verdict(kind=k, cause="input-bound" if k == "starving" else None)
-               for j, k in enumerate(kinds)},
+        cards={f"nvidia:{j}": Verdict(kind=k, cause="input-bound" if k == "starving" else None,
+                                      why=[f"card {j}: {k}"])
+               for j, k in enumerate(EIGHT_KINDS)},
         job=Verdict(kind="imbalanced", why=["cards 0-1 wait for input while 4-7 are saturated"]),
     )
     source = ListSource(frames)
     app = GpusatApp(source, tracker=tracker, clock=lambda: T0 + N_FRAMES, interval=1.0,
-                    own_cpu=lambda: 0.4)
+                    own_cpu=lambda: 0.4, view=view)
+    return app, source
+
+
+@pytest.mark.parametrize("size", [(160, 50), (100, 30)], ids=["160x50", "100x30"])
+def test_snapshot_overview(size: tuple[int, int], snap_compare: Callable[..., bool]) -> None:
+    # The default with 8 cards in both panes: every card's block; the selection on card 3.
+    app, source = eight_card_app()
+    assert snap_compare(app, press=["right", "down"], terminal_size=size,
+                        run_before=wait_for_all(app, source, N_FRAMES))
+
+
+def test_snapshot_full_card_charts(snap_compare: Callable[..., bool]) -> None:
+    # Card 6 opened from the overview: its three charts fill the panel, GPM figures beside
+    # GPU-Util, throttled by its power cap; the probe's figures in the process panel.
+    app, source = eight_card_app()
+    assert snap_compare(app, press=["down", "down", "down", "enter"], terminal_size=(160, 50),
+                        run_before=wait_for_all(app, source, N_FRAMES))
+
+
+def test_snapshot_card_list_view(snap_compare: Callable[..., bool]) -> None:
+    # The list of cards beside the selected one, chosen with o; no probe here.
+    app, source = eight_card_app(view="card", probes=False)
     assert snap_compare(app, press=["down", "down", "down", "down"], terminal_size=(100, 30),
                         run_before=wait_for_all(app, source, N_FRAMES))
 
@@ -144,6 +193,12 @@ def test_snapshot_narrow_pane(snap_compare: Callable[..., bool]) -> None:
                     own_cpu=lambda: 0.4)
     assert snap_compare(app, terminal_size=(60, 15), run_before=wait_for_all(app, source,
                                                                               N_FRAMES))
+
+
+def test_snapshot_tiny_pane(snap_compare: Callable[..., bool]) -> None:
+    app, source = eight_card_app()
+    assert snap_compare(app, terminal_size=(20, 5), run_before=wait_for_all(app, source,
+                                                                             N_FRAMES))
 
 
 def test_snapshot_no_tool(snap_compare: Callable[..., bool]) -> None:

@@ -58,15 +58,22 @@ def test_real_binary_switches_cards_in_tmux(tmp_path: Path) -> None:
         def screen() -> str:
             return tmux("capture-pane", "-p", "-t", "gpusat")
 
-        first = _wait_for(screen, lambda s: "▸ 0  11%" in s, timeout=30)
-        assert "GPU-Util 11%" in first
-        assert " 1  77%" in first and " 2  33%" in first
+        # Three cards in 100x30: every card's block at once (the overview).
+        first = _wait_for(screen, lambda s: "▸ 0  40°C" in s, timeout=30)
+        assert "GPU-Util 11%" in first and "GPU-Util 77%" in first and "GPU-Util 33%" in first
+        assert "Fake A" in first and "Fake C" in first
         assert "live" in first
         tmux("send-keys", "-t", "gpusat", "Right")
+        _wait_for(screen, lambda s: "▸ 1  40°C" in s, timeout=10)
+        # Enter opens the selected card in full, beside the list of cards.
+        tmux("send-keys", "-t", "gpusat", "Enter")
         after = _wait_for(screen, lambda s: "▸ 1  77%" in s, timeout=10)
-        assert "GPU-Util 77%" in after and "Fake B" in after
+        assert "GPU-Util 77%" in after and "Fake B" in after and "now" in after
+        assert " 0  11%" in after and " 2  33%" in after
         tmux("send-keys", "-t", "gpusat", "Left")
         _wait_for(screen, lambda s: "▸ 0  11%" in s, timeout=10)
+        tmux("send-keys", "-t", "gpusat", "o")
+        _wait_for(screen, lambda s: "▸ 0  40°C" in s, timeout=10)
         tmux("send-keys", "-t", "gpusat", "q")
         # The pane closes when the process exits; the session (and server) go with it.
         def session_state() -> str:

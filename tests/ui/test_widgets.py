@@ -1,4 +1,4 @@
-"""Pure pieces of the UI: sparkline rows, gauge, literal text, process and status lines."""
+"""Pure pieces of the UI: sparkline rows, literal text, process and status lines."""
 
 from __future__ import annotations
 
@@ -6,12 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpusat_tui.model import Frame, ProcessSample
+from gpusat_tui.model import Frame, ProbeAlloc, ProbeSample, ProcessSample
 from gpusat_tui.ui.state import HISTORY_POINTS, DashboardState
 from gpusat_tui.ui.text import clean, fmt, literal
 from gpusat_tui.ui.widgets.badge import badge_word
-from gpusat_tui.ui.widgets.gauge import gauge_text
-from gpusat_tui.ui.widgets.processes import process_summary, process_text
+from gpusat_tui.ui.widgets.processes import (
+    NO_PROBE,
+    alloc_text,
+    probe_row,
+    probe_summary,
+    process_summary,
+    process_text,
+)
 from gpusat_tui.ui.widgets.spark import spark_rows
 from gpusat_tui.ui.widgets.status import StatusInfo, status_text
 from tests.ui.conftest import T0, card
@@ -26,19 +32,6 @@ def test_spark_rows_fixed_scale_gaps_and_padding() -> None:
     assert spark_rows([100.0, 0.0, 250.0], 2, 1, 100.0) == [" █"]
     assert spark_rows([10.0], 0, 1, 100.0) == []
     assert spark_rows([10.0], 3, 0, 100.0) == []
-
-
-def test_gauge_text() -> None:
-    label, filled, empty = gauge_text(245.0, 300.0, 40)
-    assert label == "Power 245/300 W  82%"
-    assert (len(filled), len(empty)) == (16, 3)
-    assert gauge_text(None, 300.0, 40) == ("Power n/a", "", "")
-    assert gauge_text(120.0, None, 40) == ("Power 120 W (no cap)", "", "")
-    # Too narrow for a bar: the figures alone.
-    assert gauge_text(245.0, 300.0, 22) == ("Power 245/300 W  82%", "", "")
-    # Over the cap (boost): the bar is full, the percent says the truth.
-    label, filled, empty = gauge_text(330.0, 300.0, 30)
-    assert label == "Power 330/300 W 110%" and empty == "" and len(filled) == 9
 
 
 def test_clean_and_literal_never_interpret_data() -> None:
@@ -72,9 +65,10 @@ def test_process_summary_and_rows() -> None:
         "1 trainer · 2 workers (1 disk-sleep, 1 running) · workers 99% CPU"
     )
     lines = process_text(procs).plain.splitlines()
-    assert lines[1] == "trainer      10   101% running    python train.py  pin-memory 33%"
-    assert lines[2] == " worker      11    99% running    w"
-    assert lines[3] == " worker      12    n/a disk-sleep w"
+    assert lines[1] == NO_PROBE
+    assert lines[2] == "trainer      10   101% running    python train.py  pin-memory 33%"
+    assert lines[3] == " worker      11    99% running    w"
+    assert lines[4] == " worker      12    n/a disk-sleep w"
     assert process_summary([]).startswith("No training process found")
     many = [ProcessSample(pid=i, role="dataloader_worker", name="w", trainer_pid=1)
             for i in range(2, 20)]
@@ -182,3 +176,55 @@ def test_own_cpu_sampler_is_the_cpu_share_since_the_last_call() -> None:
     sum(i * i for i in range(200_000))
     figure = real()
     assert figure is not None and figure > 0.0
+
+
+GIB = 1024**3
+
+
+def probe(pid: int, rank: int, **kw: object) -> ProbeSample:
+    figures: dict[str, object] = dict(card_id=f"nvidia:{rank}", data_wait_pct=30.0 + rank,
+                                      step_ms=210.0 + rank, batches_per_s=4.0,
+                                      samples_per_s=512.0, age_s=0.4)
+    figures.update(kw)
+    return ProbeSample(pid=pid, rank=rank, world_size=2, **figures)  # type: ignore[arg-type]
+
+
+def test_probe_figures_per_rank_and_for_the_job() -> None:
+    ranks = [probe(10, 0), probe(20, 1, data_wait_pct=4.0, step_ms=210.0)]
+    assert probe_summary(ranks) == "data wait 4–30% · step 210 ms · 1024 samples/s (2 ranks)"
+    assert probe_summary([probe(10, 0)]) == "data wait 30% · step 210 ms · 512 samples/s"
+    assert probe_summary([]) == ""
+    # No samples/s (batch size unknown): batches/s; a silent probe says so.
+    quiet = probe(10, 0, samples_per_s=None, age_s=12.0)
+    assert probe_row(quiet) == (
+        "rank 0 nvidia:0 · wait 30% · 210 ms/step · 4.0 batches/s · silent 12 s")
+    assert probe_summary([quiet]).endswith("· probe silent 12 s")
+    assert probe_summary([ProbeSample(pid=5)]) == "probe: no batch yet"
+    alloc = ProbeAlloc(allocated_bytes=61 * GIB, reserved_bytes=70 * GIB,
+                       inactive_split_bytes=3 * GIB, alloc_retries=4, ooms=0)
+    assert alloc_text(probe(1, 0, alloc=alloc)) == (
+        "alloc 61.0 GiB · reserved 70.0 GiB · split 3.0 GiB · 4 retries · 0 OOMs")
+    assert alloc_text(probe(1, 0)) == "allocator: no figures"
+
+
+def test_process_text_puts_each_ranks_figures_on_its_trainer_row() -> None:
+    procs = [
+        ProcessSample(pid=10, role="trainer", name="python train.py", cpu_pct=101.0,
+                      state="running"),
+        ProcessSample(pid=11, role="dataloader_worker", name="w", cpu_pct=99.0,
+                      state="running", trainer_pid=10),
+    ]
+    alloc = ProbeAlloc(allocated_bytes=2 * GIB, reserved_bytes=4 * GIB)
+    ranks = [probe(10, 0, alloc=alloc), probe(99, 1, card_id="[red]x[/]", alloc=alloc)]
+    lines = process_text(procs, probes=ranks).plain.splitlines()
+    assert lines[1] == "probe data wait 30–31% · step 210–211 ms · 1024 samples/s (2 ranks)"
+    # A rank whose process the scan did not find still shows (first), its card id literal.
+    assert lines[2] == ("probed       99 rank 1 [red]x[/] · wait 31% · 211 ms/step · "
+                        "512 samples/s")
+    assert lines[3].endswith("python train.py  rank 0 nvidia:0 · wait 30% · 210 ms/step · "
+                             "512 samples/s")
+    # Allocator figures only where fragmenting is suspected (the caller decides per rank).
+    lines = process_text(procs, probes=ranks,
+                         allocator_for=lambda p: p.rank == 1).plain.splitlines()
+    assert "alloc" not in lines[3]
+    assert lines[2].endswith("· alloc 2.0 GiB · reserved 4.0 GiB")

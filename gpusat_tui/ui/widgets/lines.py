@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region, Spacing
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -84,6 +86,134 @@ class LineWidget(Widget):
         style = kept[-1].style if kept else None
         return Strip([*kept, Segment("…", style or self.base_style)])
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines in ``crop``, straight from `render_line`'s cache.
+
+        Textual's own path (its styles cache) re-wraps every repainted line for borders,
+        padding, tint and opacity, making two more `Strip`s each: measured as about a quarter
+        of the dashboard's CPU with charts that repaint 40 lines a poll. A line widget without
+        those styles (their colours are in their segments), so they skip it, applying
+        only the app's line filters (NO_COLOR, dimming). Any other style takes Textual's path.
+        """
+        styles = self.styles
+        if (styles.padding != _NO_SPACING or styles.border.spacing != _NO_SPACING
+                or styles.opacity != 1 or styles.text_opacity != 1 or styles.tint.a):
+            return super().render_lines(crop)
+        filters = self.get_line_filters()
+        background = self.background_colors[1] if filters else None
+        full = crop.x == 0 and crop.width == self.size.width
+        strips = []
+        for y in crop.line_range:
+            strip = self.render_line(y)
+            if not full:
+                strip = strip.crop(crop.x, crop.right)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)  # type: ignore[arg-type]
+            strips.append(strip)
+        return strips
+
     def blank(self) -> Strip:
         """An empty line in the widget's colours."""
         return Strip.blank(self.size.width, self.base_style)
+
+
+_NO_SPACING = Spacing(0, 0, 0, 0)
+
+#: One line as planned: (text, component class or "" for the widget's own style) parts.
+Line = tuple[tuple[str, str], ...]
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` made exactly ``width`` cells wide: padded with spaces, or cut ending in …."""
+    if width <= 0:
+        return ""
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, 1)
+
+
+class PlannedLines(LineWidget):
+    """A widget whose every line is planned as text first (`plan`), then diffed and drawn.
+
+    `replan` builds the plan for the current size (cheap: strings only), compares it with the
+    last one and asks Textual to repaint only the lines that differ; `render_line` turns a
+    planned line into a `Strip` once. What changes per poll is then exactly what is repainted,
+    without each widget keeping its own per-line bookkeeping.
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._plan: list[Line] = []
+        self._plan_size: tuple[int, int] = (-1, -1)
+        self._strips: dict[int, Strip] = {}
+
+    def plan(self, width: int, height: int) -> list[Line]:
+        """Every line of the widget at this size (subclasses)."""
+        raise NotImplementedError
+
+    @property
+    def planned(self) -> list[str]:
+        """The lines as plain text (for tests)."""
+        return ["".join(text for text, _ in line) for line in self._plan]
+
+    def replan(self) -> None:
+        """Plan again; repaint the lines that changed (all of them after a resize)."""
+        size = (self.size.width, self.size.height)
+        new = self.plan(*size)
+        old, self._plan = self._plan, new
+        if size != self._plan_size:
+            self._plan_size = size
+            self._strips.clear()
+            self.refresh()
+            return
+        width = size[0]
+        changed = [
+            y for y in range(max(len(old), len(new)))
+            if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None)
+        ]
+        for y in changed:
+            self._strips.pop(y, None)
+        # Runs of changed lines as one region each: fewer regions for the compositor to
+        # intersect with every widget (a scrolling chart changes all of its rows at once).
+        regions: list[Region] = []
+        for y in changed:
+            if regions and regions[-1].bottom == y:
+                last = regions[-1]
+                regions[-1] = Region(0, last.y, width, last.height + 1)
+            else:
+                regions.append(Region(0, y, width, 1))
+        if regions:
+            self.refresh(*regions)
+
+    def notify_style_update(self) -> None:
+        self._strips = {}
+        super().notify_style_update()
+
+    def on_resize(self) -> None:
+        self.replan()
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size  # a computed property: read once per line
+        if (width, height) != self._plan_size:
+            # Asked to draw at a size not planned for yet (the first paint, a resize).
+            self._plan_size = (width, height)
+            self._plan = self.plan(width, height)
+            self._strips.clear()
+        strip = self._strips.get(y)
+        if strip is not None:
+            return strip
+        base = self.base_style
+        if y >= len(self._plan):
+            strip = Strip.blank(width, base)
+        else:
+            styles = self._part_styles or {}
+            segments = [
+                Segment(text, (styles.get(part) or self.part_style(part)) if part else base)
+                for text, part in self._plan[y]
+                if text
+            ]
+            strip = Strip(segments)
+            if strip.cell_length != width:
+                strip = strip.adjust_cell_length(width, base)
+        self._strips[y] = strip
+        return strip

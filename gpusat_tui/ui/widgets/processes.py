@@ -7,10 +7,11 @@ to rebuild than table rows; names go through `literal` so they display exactly.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from rich.text import Text
 
-from gpusat_tui.model import ProcessSample
+from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
 
@@ -33,10 +34,121 @@ def process_summary(processes: list[ProcessSample]) -> str:
     return " · ".join(parts)
 
 
-def process_text(processes: list[ProcessSample], max_rows: int = 12) -> Text:
-    """Summary line, then one line per process (trainer first, its workers under it)."""
+#: Said where no trainer runs the probe: the figures below are the host's view only.
+NO_PROBE = "no probe: start the job with `gpusat-tui run -- ...` to measure data wait"
+
+#: A probe figure older than this many seconds is marked as such (the trainer may be stuck).
+PROBE_STALE_S = 5.0
+
+_GIB = 1024.0**3
+
+
+def _span(values: list[float], unit: str, digits: int = 0) -> str:
+    low, high = min(values), max(values)
+    if round(low, digits) == round(high, digits):
+        return f"{high:.{digits}f}{unit}"
+    return f"{low:.{digits}f}–{high:.{digits}f}{unit}"
+
+
+def _rate(value: float) -> str:
+    return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
+
+
+def probe_summary(probes: list[ProbeSample]) -> str:
+    """The job as the probe measured it: ``data wait 12–34% · step 205–230 ms · 2.0k
+    samples/s (4 ranks)``; "" without probes (the caller says `NO_PROBE`)."""
+    if not probes:
+        return ""
+    parts = []
+    waits = [p.data_wait_pct for p in probes if p.data_wait_pct is not None]
+    if waits:
+        parts.append(f"data wait {_span(waits, '%')}")
+    steps = [p.step_ms for p in probes if p.step_ms is not None]
+    if steps:
+        parts.append(f"step {_span(steps, ' ms')}")
+    samples = [p.samples_per_s for p in probes if p.samples_per_s is not None]
+    batches = [p.batches_per_s for p in probes if p.batches_per_s is not None]
+    if samples:
+        parts.append(f"{_rate(sum(samples))} samples/s")
+    elif batches:
+        parts.append(f"{sum(batches):.1f} batches/s")
+    if not parts:
+        parts.append("probe: no batch yet")
+    summary = " · ".join(parts)
+    if len(probes) > 1:
+        summary += f" ({len(probes)} ranks)"
+    stale = [p.age_s for p in probes if p.age_s is not None and p.age_s > PROBE_STALE_S]
+    if stale:
+        summary += f" · probe silent {max(stale):.0f} s"
+    return summary
+
+
+def alloc_text(probe: ProbeSample) -> str:
+    """``alloc 61.2 GiB · reserved 70.0 GiB · split 3.1 GiB · 4 retries · 0 OOMs``."""
+    alloc = probe.alloc
+    if alloc is None:
+        return "allocator: no figures"
+    parts = []
+    for label, value in (("alloc", alloc.allocated_bytes), ("reserved", alloc.reserved_bytes),
+                         ("split", alloc.inactive_split_bytes)):
+        if value is not None:
+            parts.append(f"{label} {value / _GIB:.1f} GiB")
+    if alloc.alloc_retries is not None:
+        parts.append(f"{alloc.alloc_retries} retries")
+    if alloc.ooms is not None:
+        parts.append(f"{alloc.ooms} OOMs")
+    return " · ".join(parts) or "allocator: no figures"
+
+
+def probe_row(probe: ProbeSample, *, allocator: bool = False) -> str:
+    """One rank's figures: ``rank 0 nvidia:0 · wait 34% · 210 ms/step · 512 samples/s``."""
+    rank = f"rank {probe.rank}" if probe.rank is not None else f"pid {probe.pid}"
+    parts = [rank + (f" {clean(probe.card_id, 24)}" if probe.card_id else "")]
+    if probe.data_wait_pct is not None:
+        parts.append(f"wait {probe.data_wait_pct:.0f}%")
+    if probe.step_ms is not None:
+        parts.append(f"{probe.step_ms:.0f} ms/step")
+    if probe.samples_per_s is not None:
+        parts.append(f"{_rate(probe.samples_per_s)} samples/s")
+    elif probe.batches_per_s is not None:
+        parts.append(f"{probe.batches_per_s:.1f} batches/s")
+    if probe.age_s is not None and probe.age_s > PROBE_STALE_S:
+        parts.append(f"silent {probe.age_s:.0f} s")
+    if allocator:
+        parts.append(alloc_text(probe))
+    return " · ".join(parts)
+
+
+def process_text(
+    processes: list[ProcessSample],
+    max_rows: int = 12,
+    probes: list[ProbeSample] | None = None,
+    allocator_for: Callable[[ProbeSample], bool] | None = None,
+) -> Text:
+    """Summary line, the probe's figures (or `NO_PROBE`), then one line per process (trainer
+    first, its workers under it); a probed trainer's row carries its rank's figures.
+
+    ``allocator_for``: whether a rank's allocator figures are worth its row (fragmenting
+    suspected on its card); None shows them nowhere.
+    """
+    probes = probes or []
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(process_summary(processes), style="bold")
+    summary = probe_summary(probes)
+    text.append("\n")
+    if summary:
+        text.append("probe ", style="bold")
+        text.append(summary)
+    else:
+        text.append(NO_PROBE, style="dim")
+    by_pid = {p.pid: p for p in probes}
+    trainer_pids = {p.pid for p in processes if p.role == "trainer"}
+    # Ranks the process scan did not find (another PID namespace, not yet scanned) come
+    # first: under a long list of workers they would be cut off.
+    for probe in probes:
+        if probe.pid not in trainer_pids:
+            wants = allocator_for is not None and allocator_for(probe)
+            text.append(f"\nprobed  {probe.pid:>7} {probe_row(probe, allocator=wants)}")
     ordered = sorted(
         processes,
         key=lambda p: (p.trainer_pid or p.pid, p.role != "trainer", -(p.cpu_pct or 0.0), p.pid),
@@ -49,16 +161,48 @@ def process_text(processes: list[ProcessSample], max_rows: int = 12) -> Text:
         text.append(clean(proc.name, 60))
         if proc.role == "trainer" and proc.pin_cpu_pct is not None:
             text.append(f"  pin-memory {proc.pin_cpu_pct:.0f}%")
+        probe = by_pid.get(proc.pid) if proc.role == "trainer" else None
+        if probe is not None:
+            wants = allocator_for is not None and allocator_for(probe)
+            text.append(f"  {probe_row(probe, allocator=wants)}", style="bold")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text
 
 
-class ProcessPanel(CachedStatic):
-    """Updated only when the process figures changed."""
+#: Polls a shorter process list must last before the panel gives its rows back.
+SHRINK_AFTER_POLLS = 30
 
-    def show_processes(self, processes: list[ProcessSample]) -> None:
+
+class ProcessPanel(CachedStatic):
+    """Updated only when the process figures changed; its height only grows at once.
+
+    A trainer's process list comes and goes with its workers (and with other jobs on a shared
+    machine): a panel that followed it line for line would re-lay out the whole screen each
+    time, charts included (a full repaint, measured as most of the card view's CPU on a busy
+    machine). Extra rows are kept blank until the list has been shorter for
+    `SHRINK_AFTER_POLLS` polls.
+    """
+
+    _rows = 0
+    _shorter_for = 0
+
+    def show_processes(
+        self,
+        processes: list[ProcessSample],
+        probes: list[ProbeSample] | None = None,
+        allocator_for: Callable[[ProbeSample], bool] | None = None,
+    ) -> None:
         # Keyed on the text as shown (CPU % rounded): a worker going from 41.2 to 41.4 % is
         # not worth a repaint.
-        text = process_text(processes)
+        text = process_text(processes, probes=probes, allocator_for=allocator_for)
+        rows = text.plain.count("\n") + 1
+        if rows >= self._rows:
+            self._rows, self._shorter_for = rows, 0
+        else:
+            self._shorter_for += 1
+            if self._shorter_for >= SHRINK_AFTER_POLLS:
+                self._rows, self._shorter_for = rows, 0
+        if rows < self._rows:
+            text.append("\n" * (self._rows - rows))
         self.show(text.plain, text)

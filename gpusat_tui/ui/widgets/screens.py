@@ -11,14 +11,20 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
+from gpusat_tui.model import VERDICT_KINDS
 from gpusat_tui.ui.text import clean
 
-HELP = """\
+HELP_KEYS = """\
 gpusat-tui: is my accelerator saturated, and if not, why?
 
+Views
+  o            every card at once (overview) / the list and one card in full
+  enter        open the selected card in full (from the overview); a double click too
+  escape       back to the overview
 Cards
-  ← → ↑ ↓      previous / next card
-  w, enter     why and advice for the selected card's verdict
+  ← →          previous / next card
+  ↑ ↓          the card above / below (overview), previous / next (list)
+  w            why and advice for the selected card's verdict (enter in the card view)
 Display
   p, space     pause / resume (a replay stops advancing)
   ctrl+p       command palette (themes, keys)
@@ -28,15 +34,28 @@ Replay only
   + -          faster / slower
   [ ]          seek back / forward 10 s
   home end     jump to start / end
-
-Verdicts
-  SATURATED    the card is busy: compute-bound, nothing to fix on the input side
-  STARVING     the card waits for input (DataLoader, I/O, host CPU): see why
-  FRAGMENTING  busy in bursts: many small kernels, syncs or launches
-  IMBALANCED   some cards of the job wait for the others
-  IDLE         nothing running on the card
-  UNKNOWN      not enough figures to say
 """
+
+#: What each verdict means, for the help; a kind missing here still gets a line.
+VERDICT_HELP: dict[str, str] = {
+    "saturated": "the card is busy: compute-bound, nothing to fix on the input side",
+    "starving": "the card waits for input (DataLoader, I/O, host CPU): see why",
+    "fragmenting": "VRAM nearly full and churning: the allocator (a heuristic)",
+    "imbalanced": "some cards of the job wait for the others (a straggler)",
+    "idle": "nothing running on the card",
+    "stalled": "the job stopped making progress (no steps, no batches)",
+    "unknown": "not enough figures to say",
+}
+
+
+def help_text() -> str:
+    lines = [HELP_KEYS, "Verdicts"]
+    for kind in VERDICT_KINDS:
+        lines.append(f"  {kind.upper():<12} {VERDICT_HELP.get(kind, 'see why (w)')}")
+    return "\n".join(lines) + "\n"
+
+
+HELP = help_text()
 
 
 class HelpScreen(ModalScreen[None]):

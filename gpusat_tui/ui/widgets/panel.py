@@ -1,0 +1,309 @@
+"""The selected card in full: three charts that share the panel's height and width.
+
+``nvidia:0 61°C NVIDIA H100 …                       SATURATED``
+``GPU-Util 87%  SM 38 % · tensor 22 %            min 12%  max 97%``
+``▁▂▃▅▇███…`` (as many rows as the panel gives)
+``-2m                 -1m                  now``
+then power (% of cap, the cap a dotted line) and VRAM alike, and the first reason.
+
+One column per poll: a wider pane shows more history, not wider points. The panel is one
+`PlannedLines` widget: each poll it plans its lines as text and Textual repaints only those
+that changed (a steady VRAM chart costs nothing; the axes never change at a fixed size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict
+from gpusat_tui.ui.state import CardHistory
+from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.ui.widgets.badge import badge_word
+from gpusat_tui.ui.widgets.cards import WrappedText, util_label
+from gpusat_tui.ui.widgets.charts import (
+    gpm_text,
+    span_min_max,
+    throttle_reasons,
+    time_axis,
+)
+from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
+from gpusat_tui.ui.widgets.spark import spark_rows
+
+#: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
+#: itself is a line inside the chart, not its edge.
+POWER_TOP_PCT = 110.0
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: its header (label and figures), its points and scale.
+
+    ``unit`` formats min/max; ``mark`` is a reference line in the values' unit (the cap).
+    """
+
+    part: str
+    label: str
+    extra: str = ""
+    warn: str = ""
+    values: tuple[float | None, ...] = ()
+    top: float = 100.0
+    unit: str = "%"
+    mark: float | None = None
+
+
+@dataclass(frozen=True)
+class PanelData:
+    """Everything the panel shows; equal data means nothing to repaint."""
+
+    card_id: str = ""
+    temp: str = ""
+    stale: str = ""
+    name: str = "Waiting for the first frame…"
+    kind: str = "unknown"
+    cause: str | None = None
+    charts: tuple[Chart, ...] = ()
+    why: str = ""
+    interval_s: float | None = None
+
+
+CHART_PARTS = ("cardpanel--util", "cardpanel--power", "cardpanel--mem")
+
+
+def chart_layout(height: int, why_line: bool) -> tuple[tuple[int, int, int], bool, bool]:
+    """(rows of each chart, an axis under each chart?, one shared axis?) for a panel's height.
+
+    Fixed lines: the title, three chart headers and (when the why panel is closed) the first
+    reason. An axis under each chart once that still leaves each chart 2 rows; else one
+    shared axis under the last; in a tiny pane none. Rows left over go to the first charts.
+    """
+    avail = height - 4 - (1 if why_line else 0)
+    if avail >= 3 * 3:
+        per_chart, shared = True, False
+        avail -= 3
+    elif avail >= 4:
+        per_chart, shared = False, True
+        avail -= 1
+    else:
+        per_chart = shared = False
+    base, extra = divmod(max(avail, 3), 3)
+    rows = tuple(base + (1 if n < extra else 0) for n in range(3))
+    return (rows[0], rows[1], rows[2]), per_chart, shared
+
+
+class CardPanel(PlannedLines):
+    """The selected card's title, badge, three full-size charts and first reason."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *CHART_PARTS,
+        "cardpanel--id",
+        "cardpanel--stale",
+        "cardpanel--head",
+        "cardpanel--dim",
+        "cardpanel--extra",
+        "cardpanel--warn",
+        "cardpanel--axis",
+        "cardpanel--why",
+        *(f"cardpanel--{kind}" for kind in VERDICT_KINDS),
+    }
+
+    DEFAULT_CSS = """
+    CardPanel { height: 1fr; }
+    """
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.data = PanelData()
+        self.why_open = False
+
+    def show(self, data: PanelData) -> None:
+        if data != self.data:
+            self.data = data
+            self.replan()
+
+    def set_why_open(self, value: bool) -> None:
+        if value != self.why_open:
+            self.why_open = value
+            self.replan()
+
+    def chart_rows(self) -> tuple[int, int, int]:
+        """Rows of each chart (utilisation, power, VRAM) at the panel's current height."""
+        return chart_layout(self.size.height, not self.why_open)[0]
+
+    # --- the plan -------------------------------------------------------------------------
+
+    def plan(self, width: int, height: int) -> list[Line]:
+        data = self.data
+        lines: list[Line] = [self._title(data, width)]
+        rows, per_chart_axis, shared_axis = chart_layout(height, not self.why_open)
+        axis: Line = ((time_axis(width, data.interval_s), "cardpanel--axis"),)
+        for chart, n_rows in zip(data.charts, rows, strict=False):
+            lines.append(self._header(chart, width))
+            for row in spark_rows(chart.values, width, n_rows, chart.top, chart.mark):
+                lines.append(((row, chart.part),))
+            if per_chart_axis:
+                lines.append(axis)
+        if shared_axis and data.charts:
+            lines.append(axis)
+        if not self.why_open and data.why:
+            hint = "  (w: why & advice)"
+            text = clean(data.why, 200)
+            if cell_len(text) + len(hint) > width:
+                lines.append(((cut(text, width), "cardpanel--why"),))
+            else:
+                lines.append(((text, "cardpanel--why"), (hint, "cardpanel--dim")))
+        return lines
+
+    @staticmethod
+    def _title(data: PanelData, width: int) -> Line:
+        kind = data.kind if data.kind in VERDICT_KINDS else "unknown"
+        word = f" {badge_word(kind, data.cause)} "
+        room = max(width - cell_len(word), 0)
+        # Figures before the name: in a narrow pane it is the name that gets cut, not the temp.
+        parts = [(f"{data.card_id} ", "cardpanel--id"), (f"{data.temp} ", "")]
+        if data.stale:
+            parts += [(data.stale, "cardpanel--stale"), (" ", "")]
+        parts.append((data.name, ""))
+        return (*fit_parts(parts, room), (word, f"cardpanel--{kind}"))
+
+    @staticmethod
+    def _header(chart: Chart, width: int) -> Line:
+        left: list[tuple[str, str]] = [(chart.label, "cardpanel--head")]
+        if chart.extra:
+            left.append((f"  {chart.extra}", "cardpanel--extra"))
+        if chart.warn:
+            left.append((f"  {chart.warn}", "cardpanel--warn"))
+        span = span_min_max(chart.values, width)
+        right = ""
+        if span is not None:
+            low, high = span
+            right = f"min {_figure(low, chart.unit)}  max {_figure(high, chart.unit)}"
+        used = sum(cell_len(text) for text, _ in left)
+        if right and used + 2 + len(right) <= width:
+            gap = width - used - len(right)
+            return (*left, (" " * gap, ""), (right, "cardpanel--dim"))
+        return tuple(fit_parts(left, width))
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:.0f}{unit}" if unit == "%" else f"{value:.0f} {unit}"
+
+
+def fit_parts(parts: Sequence[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """Parts cut to ``width`` cells in all (the last one kept ending in …), then padded."""
+    out: list[tuple[str, str]] = []
+    left = width
+    for text, part in parts:
+        if left <= 0:
+            break
+        size = cell_len(text)
+        if size > left:
+            out.append((cut(text, left), part))
+            left = 0
+            break
+        out.append((text, part))
+        left -= size
+    if left > 0:
+        out.append((" " * left, ""))
+    return out
+
+
+def panel_data(
+    card: CardReading | None,
+    verdict: Verdict | None,
+    history: CardHistory | None,
+    interval_s: float | None,
+) -> PanelData:
+    """What the panel shows for a card (pure: tests call it alone)."""
+    if card is None:
+        return PanelData(interval_s=interval_s)
+    hist = history or CardHistory()
+    gpm = gpm_text(card.extras)
+    util = Chart("cardpanel--util", f"{util_label(card)} {fmt(card.util_pct, '%')}", gpm,
+                 values=tuple(hist.util))
+    frac = card.power_frac
+    throttled = throttle_reasons(card.extras)
+    warn = f"throttled: {', '.join(throttled)}" if throttled else ""
+    if frac is not None:
+        label = f"Power {100 * frac:.0f}% of cap · {card.power_w:.0f}/{card.power_cap_w:.0f} W"
+        power = Chart("cardpanel--power", label, "┈ cap", warn,
+                      tuple(hist.power), POWER_TOP_PCT, "%", 100.0)
+    else:
+        # No cap: watts, scaled to their own peak, no cap line.
+        peak = max([v for v in hist.power if v] or [1.0])
+        label = f"Power {fmt(card.power_w, ' W')}"
+        if card.power_w is not None:
+            label += " (no cap known)"
+        power = Chart("cardpanel--power", label, "", warn, tuple(hist.power), peak, "W")
+    mem_label = f"VRAM {fmt(card.mem_pct, '%')}"
+    if card.mem_used_mib is not None and card.mem_total_mib:
+        mem_label += f" · {card.mem_used_mib / 1024:.0f}/{card.mem_total_mib / 1024:.0f} GiB"
+    mem = Chart("cardpanel--mem", mem_label, values=tuple(hist.mem))
+    kind = verdict.kind if verdict and verdict.kind in VERDICT_KINDS else "unknown"
+    return PanelData(
+        card_id=clean(card.id, 40),
+        temp=fmt(card.temp_c, "°C"),
+        stale=f"stale {card.stale_s:.0f} s" if card.stale_s is not None else "",
+        name=clean(card.name or "unnamed card", 60),
+        kind=kind,
+        cause=verdict.cause if verdict else None,
+        charts=(util, power, mem),
+        why=verdict.why[0] if verdict and verdict.why else "",
+        interval_s=interval_s,
+    )
+
+
+def verdict_text(verdict: Verdict | None) -> Text:
+    """The why and the advice, as literal text (the verdict engine may quote tool output)."""
+    text = Text(no_wrap=False)
+    if verdict is None:
+        text.append("No verdict yet: waiting for enough frames.")
+        return text
+    text.append("Why\n", style="bold")
+    for line in verdict.why or ["(no figures given)"]:
+        text.append("  • ")
+        text.append(clean(line, 400))
+        text.append("\n")
+    text.append("Advice\n", style="bold")
+    for line in verdict.advice or ["(none)"]:
+        text.append("  • ")
+        text.append(clean(line, 400))
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+class CardDetail(Vertical):
+    """The selected card in full: its charts (`CardPanel`) and, one key away, why and advice."""
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.panel = CardPanel(id="card-panel")
+        self.why = WrappedText(id="why")
+
+    def compose(self) -> ComposeResult:
+        yield self.panel
+        yield self.why
+
+    def set_why_open(self, value: bool) -> None:
+        self.why.display = value
+        self.set_class(value, "-why-open")
+        self.panel.set_why_open(value)
+        self.why._key = object()  # redraw the panel when it opens
+
+    def show(
+        self,
+        card: CardReading | None,
+        verdict: Verdict | None,
+        history: CardHistory | None,
+        interval_s: float | None = None,
+    ) -> None:
+        self.panel.show(panel_data(card, verdict, history, interval_s))
+        if card is not None and self.why.display:
+            self.why.show(verdict, verdict_text(verdict))

@@ -154,6 +154,70 @@ class ProcessSample(_Model):
         return _finite_or_none(value)
 
 
+class ProbeAlloc(_Model):
+    """The device allocator as the trainer's framework reports it (``torch.cuda.memory_stats``
+    and its ``npu``/``mlu``/``musa`` twins), read by the probe at most once a second."""
+
+    allocated_bytes: int | None = None
+    reserved_bytes: int | None = None
+    #: Freed blocks the caching allocator cannot hand back whole: fragmentation.
+    inactive_split_bytes: int | None = None
+    #: Cumulative: allocations that had to free the cache and retry (``num_alloc_retries``).
+    alloc_retries: int | None = None
+    #: Cumulative out-of-memory errors (``num_ooms``).
+    ooms: int | None = None
+
+
+class ProbeSample(_Model):
+    """Figures measured inside one training process by the probe (``gpusat-tui run``).
+
+    Rates and shares cover the interval between the probe's last two publications (about a
+    second); ``batches``, ``steps`` and ``data_wait_s`` are cumulative since the probe started,
+    so a window's share of waiting is exact: delta ``data_wait_s`` over delta ``elapsed_s``.
+    """
+
+    pid: int
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    #: Device index as the framework in the trainer numbers it (after ``*_VISIBLE_DEVICES``);
+    #: None until the trainer itself initialised its device (the probe never does).
+    device_index: int | None = None
+    #: The card this rank drives, ``vendor:index`` as in ``CardReading.id``; None when untied.
+    card_id: str | None = None
+    #: How ``card_id`` was tied: "device" (device index, mapped through the trainer's own
+    #: ``*_VISIBLE_DEVICES``), "tool" (the vendor tool lists this PID on that card) or
+    #: "guess" (local rank order, or the only card); None when untied.
+    tie: str | None = None
+    #: Share of wall time blocked in ``next(dataloader)``, percent, over the last interval.
+    data_wait_pct: float | None = None
+    #: Wall time per training step (between optimizer steps; between batches where no
+    #: optimizer step hook fired), milliseconds, over the last interval.
+    step_ms: float | None = None
+    batches_per_s: float | None = None
+    #: Batches/s times the batch size read from the first tensor of a batch; None if unknown.
+    samples_per_s: float | None = None
+    batches: int = 0
+    steps: int = 0
+    #: Cumulative seconds blocked in ``next(dataloader)`` and seconds since the probe started.
+    data_wait_s: float | None = None
+    elapsed_s: float | None = None
+    alloc: ProbeAlloc | None = None
+    #: Seconds between the probe's last publication and this poll.
+    age_s: float | None = None
+    #: Device family the probe saw initialised in the trainer: "cuda", "npu", "mlu", "musa".
+    device_type: str | None = None
+
+    @field_validator(
+        "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "data_wait_s",
+        "elapsed_s", "age_s",
+        mode="before",
+    )
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        return _finite_or_none(value)
+
+
 class HostSample(_Model):
     """Whole-machine CPU figures."""
 
@@ -189,6 +253,8 @@ class Frame(_Model):
     monitor_cpu_pct: float | None = None
     #: Raw tool output kept for polls that failed to parse (bug reports); tool -> text.
     raw: dict[str, str] = Field(default_factory=dict)
+    #: Figures measured inside the training processes by the probe (``gpusat-tui run``).
+    probes: list[ProbeSample] = Field(default_factory=list)
 
     def card(self, card_id: str) -> CardReading | None:
         return next((c for c in self.cards if c.id == card_id), None)

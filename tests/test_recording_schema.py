@@ -21,7 +21,7 @@ RECORDING_V1_FIELDS = {
     },
     model.Frame: {
         "t", "seq", "cards", "card_processes", "processes", "host", "errors", "notes",
-        "monitor_cpu_pct", "raw",
+        "monitor_cpu_pct", "raw", "probes",
     },
     model.CardReading: {
         "vendor", "index", "name", "uuid", "bus_id", "util_pct", "mem_used_mib",
@@ -34,6 +34,14 @@ RECORDING_V1_FIELDS = {
         "num_threads",
     },
     model.HostSample: {"cpu_pct", "iowait_pct", "cpu_count"},
+    model.ProbeSample: {
+        "pid", "rank", "local_rank", "world_size", "device_index", "card_id", "tie",
+        "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "batches", "steps",
+        "data_wait_s", "elapsed_s", "alloc", "age_s", "device_type",
+    },
+    model.ProbeAlloc: {
+        "allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms",
+    },
     model.ToolError: {"tool", "message", "kind"},
 }
 
@@ -84,6 +92,22 @@ def test_a_v1_line_written_by_hand_still_loads(tmp_path: Path) -> None:
     assert loaded.cards[0].id == "hygon:0"
     assert loaded.cards[0].power_frac == pytest.approx(250 / 300)
     assert loaded.processes[0].role == "dataloader_worker"
+    assert loaded.probes == []  # a line from before the probe existed loads with none
+
+
+def test_a_frame_with_probe_samples_round_trips() -> None:
+    frame = model.Frame(
+        t=1.0,
+        probes=[model.ProbeSample(
+            pid=9, rank=1, world_size=2, card_id="nvidia:1", tie="device", data_wait_pct=43.0,
+            step_ms=182.0, batches=10, steps=10, data_wait_s=float("nan"),
+            alloc=model.ProbeAlloc(allocated_bytes=1, reserved_bytes=2, alloc_retries=0),
+        )],
+    )
+    again = model.Frame.model_validate_json(frame.model_dump_json())
+    assert again == frame
+    assert again.probes[0].data_wait_s is None  # NaN refused at the door
+    assert again.probes[0].alloc is not None and again.probes[0].alloc.reserved_bytes == 2
 
 
 @pytest.mark.parametrize("path", sorted(SESSIONS.glob("*.jsonl")), ids=lambda p: p.name)

@@ -39,7 +39,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge
-from gpusat_tui.check import CheckBuilder, CheckCard, CheckReport, CheckVerdict, overall_verdict
+from gpusat_tui.check import (
+    CheckBuilder,
+    CheckCard,
+    CheckReport,
+    CheckVerdict,
+    overall_verdict,
+    probe_line,
+    probe_who,
+)
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
 from gpusat_tui.sources.replay import FrameReader, read_recording
@@ -560,6 +568,11 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
                 lines += _stretch_lines(stretch)
         else:
             lines.append("worst stretches: none (never starving, fragmenting or imbalanced)")
+    probed = [p for p in data.processes if p.probe is not None]
+    if probed:  # issue 12: what the probe measured inside each trainer
+        lines += ["", "Trainers (measured in the trainer by its probe, means over the session):"]
+        lines += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
+                  for p in probed if p.probe is not None]
     if data.errors:
         lines += ["", "Tool errors:"]
         lines += [f"  [{e.kind}] {e.message} ({e.count} polls)" for e in data.errors]

@@ -1,0 +1,367 @@
+"""The rules for one card: idle, fragmenting, saturated, starving (see `verdict` for the order).
+
+`judge_card` reads one card's fresh readings in a window into `CardFigures` and `decide` applies
+the rules; the host evidence is asked for only when the card is starving. `light_figures` is the
+cheap subset the job's imbalance test reads of the other cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gpusat_tui.analysis.causes import starving_cause
+from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.facts import (
+    CardFacts,
+    FrameFacts,
+    clean_median,
+    clean_reversals,
+    clean_stats,
+)
+from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.window import Stats, interval_s
+from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, gib, pct, plural, util_nature
+from gpusat_tui.model import UTIL_LABELS, Frame, Verdict
+
+__all__ = [
+    "CardFigures",
+    "decide",
+    "is_idle",
+    "judge_card",
+    "light_figures",
+    "make_verdict",
+    "unknown_verdict",
+]
+
+
+@dataclass
+class CardFigures:
+    """A card's figures over the window, and the sentences that quote them."""
+
+    card_id: str
+    vendor: str
+    label: str
+    n: int
+    util: Stats
+    mem_pct: Stats | None
+    mem_used: Stats | None
+    mem_total: float | None
+    power: Stats | None
+    cap: float | None
+    pfrac: Stats | None
+    mem_reversals: int
+
+    def util_line(self, th: Thresholds) -> str:
+        u = self.util
+        shape = ""
+        if u.span >= th.swing_util_pct:
+            shape = f" swinging {u.min:.0f}–{u.max:.0f} %"
+        elif u.span >= 1:
+            shape = f" (range {u.min:.0f}–{u.max:.0f} %)"
+        elif u.n > 1:
+            shape = ", steady"
+        return f"{self.label} median {pct(u.median)}, mean {pct(u.mean)}{shape} over {u.n} samples"
+
+    def power_line(self) -> str:
+        if self.pfrac is not None and self.cap:
+            return (
+                f"power {pct(100 * self.pfrac.median)} of {self.cap:.0f} W cap"
+                + (f" ({self.power.median:.0f} W)" if self.power is not None else "")
+            )
+        if self.power is not None:
+            return f"power {self.power.median:.0f} W (no cap reported)"
+        return "no power figure"
+
+    def vram_line(self, th: Thresholds) -> str | None:
+        m = self.mem_pct
+        if m is None:
+            if self.mem_used is not None:
+                return f"VRAM {gib(self.mem_used.median)} used (no total reported)"
+            return None
+        size = ""
+        if self.mem_used is not None and self.mem_total:
+            size = f" ({gib(self.mem_used.median)} of {gib(self.mem_total)})"
+        shape = (
+            ", steady"
+            if m.span < th.steady_vram_pct
+            else f", moving {m.min:.0f}–{m.max:.0f} %"
+        )
+        return f"VRAM {pct(m.median)} used{size}{shape}"
+
+    def held(self, th: Thresholds) -> bool | None:
+        if self.mem_pct is not None:
+            return self.mem_pct.median >= th.held_vram_pct
+        if self.mem_used is not None:
+            return self.mem_used.median >= th.held_vram_mib
+        return None
+
+
+def _confidence(base: float, n: int) -> float:
+    """Less data, less confidence: full confidence from 10 samples."""
+    return round(max(0.0, min(1.0, base * min(1.0, 0.5 + n / 20))), 2)
+
+
+# Verdicts are built without pydantic validation (``model_construct``): every card of every
+# judged window gets one, on every poll, and validating them was a fifth of the tracker's
+# cost. What goes in is built right here (a known kind, lists of str, a float), so validation
+# could not change or reject anything; the objects compare equal to validated ones.
+
+
+def make_verdict(kind: str, cause: str | None, why: list[str], advice: list[str], conf: float,
+             n: int) -> Verdict:
+    return Verdict.model_construct(
+        kind=kind,  # type: ignore[arg-type]
+        cause=cause,
+        why=[w for w in why if w],
+        advice=advice,
+        confidence=_confidence(conf, n),
+    )
+
+
+def unknown_verdict(why: list[str], advice: list[str]) -> Verdict:
+    return Verdict.model_construct(kind="unknown", why=why, advice=advice, confidence=0.0)
+
+
+def _readings(
+    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
+) -> tuple[list[CardFacts], list[CardFacts], str, Thresholds]:
+    """(every reading, the fresh ones, vendor, its thresholds) of one card in the window."""
+    # One reading per frame that has the card (the first, as `card_readings` takes it).
+    everything = [ff.cards[card_id] for ff in facts if card_id in ff.cards]
+    fresh = [c for c in everything if c.fresh]
+    vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
+    return everything, fresh, vendor, thresholds.for_vendor(vendor)
+
+
+def light_figures(
+    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
+) -> tuple[CardFigures | None, Thresholds]:
+    """Only the figures that decide whether a card is unknown (None), idle, and how busy it is
+    (what `judge_job` reads of the other cards): `judge_card_prepared` needs no more."""
+    _, fresh, vendor, th = _readings(facts, card_id, thresholds)
+    if len(fresh) < th.min_samples:
+        return None, th
+    util = clean_stats(c.util for c in fresh)
+    if util is None or util.n < th.min_samples:
+        return None, th
+    mem_pct = clean_stats(c.mem_pct for c in fresh)
+    figs = CardFigures(
+        card_id=card_id,
+        vendor=vendor,
+        label=UTIL_LABELS.get(vendor, "util"),
+        n=len(fresh),
+        util=util,
+        mem_pct=mem_pct,
+        # `held` reads the used MiB only when there is no percentage.
+        mem_used=clean_stats(c.mem_used for c in fresh) if mem_pct is None else None,
+        mem_total=None,
+        power=None,
+        cap=None,
+        pfrac=clean_stats(c.pfrac for c in fresh),
+        mem_reversals=0,
+    )
+    return figs, th
+
+
+def is_idle(f: CardFigures, th: Thresholds) -> bool:
+    """Whether `decide` says ``idle`` (its step 1, the same two tests)."""
+    u = f.util
+    held = f.held(th)
+    pfrac = f.pfrac.median if f.pfrac is not None else None
+    near_floor = pfrac is not None and pfrac < th.idle_power_frac
+    if held is False and (u.median <= th.idle_util_pct or near_floor):
+        return True
+    return held is None and u.median <= th.idle_util_pct and (pfrac is None or near_floor)
+
+
+def judge_card(
+    frames: Sequence[Frame],
+    facts: Sequence[FrameFacts],
+    card_id: str,
+    thresholds: Thresholds,
+    evidence: Callable[[str], HostEvidence],
+) -> tuple[Verdict, CardFigures | None]:
+    everything, fresh, vendor, th = _readings(facts, card_id, thresholds)
+    label = UTIL_LABELS.get(vendor, "util")
+    n = len(fresh)
+    if n < th.min_samples:
+        why = [f"{plural(n, 'fresh sample')} of {card_id}; need at least {th.min_samples}"]
+        step = interval_s(frames)
+        if step:
+            why[0] += f" (about {th.min_samples * step:.0f} s at this poll interval)"
+        stale = [c.stale_s for c in everything if not c.fresh]
+        if stale:
+            oldest = max((s for s in stale if s is not None), default=None)
+            why.append(
+                f"{plural(len(stale), 'reading')} carried over from failed polls"
+                + (f" (up to {oldest:.0f} s old)" if oldest is not None else "")
+                + " are not counted"
+            )
+        advice = [f"Wait for {plural(th.min_samples - n, 'more poll')}"]
+        if stale:
+            advice.append("The tool is failing: see the errors in the status line")
+        return unknown_verdict(why, advice), None
+
+    util = clean_stats(c.util for c in fresh)
+    if util is None or util.n < th.min_samples:
+        got = util.n if util else 0
+        why = [
+            f"{label} given in {got} of {n} fresh samples of {card_id}; "
+            f"need at least {th.min_samples}"
+        ]
+        advice = ["Check the tool errors; another tool may report it (--tool)"]
+        return unknown_verdict(why, advice), None
+
+    # One pass over the readings for every other column (not one generator per figure).
+    _, mem_pcts, mem_used, mem_totals, powers, caps, pfracs = zip(
+        *[(None, c.mem_pct, c.mem_used, c.mem_total, c.power, c.cap, c.pfrac) for c in fresh],
+        strict=True,
+    )
+    mem_pct = clean_stats(mem_pcts)
+    mem_total = clean_median(mem_totals)
+    cap = clean_median(caps)
+    figs = CardFigures(
+        card_id=card_id,
+        vendor=vendor,
+        label=label,
+        n=n,
+        util=util,
+        mem_pct=mem_pct,
+        mem_used=clean_stats(mem_used),
+        mem_total=mem_total,
+        power=clean_stats(powers),
+        cap=cap if cap is not None and cap > 0 else None,
+        pfrac=clean_stats(pfracs),
+        mem_reversals=clean_reversals(mem_pcts, 0.5),
+    )
+    return decide(figs, th, lambda: evidence(card_id)), figs
+
+
+def decide(f: CardFigures, th: Thresholds, evidence: Callable[[], HostEvidence]) -> Verdict:
+    """The card's verdict; ``evidence`` (the host figures) is only read for ``starving``."""
+    u = f.util
+    held = f.held(th)
+    pfrac = f.pfrac.median if f.pfrac is not None else None
+    util_line = f.util_line(th)
+    power_line = f.power_line()
+    vram_line = f.vram_line(th)
+
+    # 1. idle
+    near_floor = pfrac is not None and pfrac < th.idle_power_frac
+    if held is False and (u.median <= th.idle_util_pct or near_floor):
+        why = [vram_line or "", util_line, power_line]
+        conf = 0.9
+        if u.median > th.idle_util_pct:
+            why.append(
+                f"{f.label} reads busy, but power is at the idle floor and no memory is "
+                f"held: a utilisation reading that power does not back (a known quirk of "
+                f"some tools), not work"
+            )
+            conf = 0.7
+        return make_verdict("idle", None, why, ["Nothing runs on this card"], conf, f.n)
+    if held is None and u.median <= th.idle_util_pct and (pfrac is None or near_floor):
+        why = ["VRAM not reported", util_line, power_line]
+        return make_verdict("idle", None, why, ["Nothing seems to run on this card"], 0.5, f.n)
+
+    # 2. fragmenting (heuristic)
+    m = f.mem_pct
+    if (
+        m is not None
+        and m.max >= th.fragment_vram_pct
+        and u.median <= th.fragment_util_pct
+        and m.span >= th.fragment_swing_pct
+    ):
+        moved = ""
+        if f.mem_total:
+            moved = f", {gib(m.span * f.mem_total / 100)} back and forth"
+        why = [
+            f"heuristic: VRAM up to {pct(m.max)} full while {f.label} median is {pct(u.median)}",
+            f"used memory moving {m.min:.0f}–{m.max:.0f} % "
+            f"({plural(f.mem_reversals, 'change')} of direction{moved}): "
+            "allocator churn (frees and re-allocations), not compute",
+            power_line,
+        ]
+        var = ALLOC_CONF_VARS.get(f.vendor)
+        alloc = (
+            f"Set {var}=expandable_segments:True so freed blocks can be reused"
+            if var
+            else "Enable the vendor PyTorch build's expandable segments (its equivalent of "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"
+        )
+        advice = [
+            alloc,
+            "Free and re-allocate less: pre-allocate buffers, keep tensor shapes static "
+            "(pad or bucket variable lengths), no empty_cache() in the loop",
+            "A smaller batch leaves the allocator headroom",
+            "Confirm with torch.cuda.memory_stats(): a growing num_alloc_retries means the "
+            "allocator keeps flushing its cache to find room",
+        ]
+        return make_verdict("fragmenting", None, why, advice, 0.5, f.n)
+
+    # 3. saturated
+    vram_note = vram_line
+    busy = u.median >= th.busy_util_pct
+    light = False
+    saturated_advice = [
+        "The card is the bottleneck: gains now come from the model side (AMP/bf16, "
+        "torch.compile, fused optimizers, a larger batch if memory allows)"
+    ]
+    if busy:
+        if pfrac is None:
+            why = [
+                util_line,
+                f"{power_line}: judged on {f.label} alone, {util_nature(f.vendor)}, so this "
+                "may overstate the work done",
+                vram_note or "",
+            ]
+            return make_verdict("saturated", None, why, saturated_advice, 0.55, f.n)
+        if pfrac >= th.saturated_power_frac:
+            return make_verdict(
+                "saturated", None, [util_line, power_line, vram_note or ""], saturated_advice,
+                0.9, f.n,
+            )
+        if pfrac >= th.low_power_frac:
+            why = [
+                util_line,
+                f"{power_line}: below the {pct(100 * th.saturated_power_frac)} full compute "
+                "usually draws, so the kernels are light or memory-bound; counted as saturated "
+                "with that caveat",
+                vram_note or "",
+            ]
+            advice = [
+                "Busy but not drawing full power: more work per kernel (larger batch, "
+                "AMP/bf16, torch.compile, fused ops) can still speed it up"
+            ]
+            return make_verdict("saturated", None, why, advice, 0.5, f.n)
+        light = u.span < th.swing_util_pct
+    elif (
+        pfrac is not None
+        and pfrac >= th.saturated_power_frac
+        and u.median >= th.busy_util_pct - th.swing_util_pct
+    ):
+        why = [
+            util_line,
+            f"{power_line}: {f.label} is under {pct(th.busy_util_pct)}, but the power draw says "
+            "the card is working hard",
+            vram_note or "",
+        ]
+        return make_verdict("saturated", None, why, saturated_advice, 0.6, f.n)
+
+    # 4. starving
+    why = [util_line]
+    if busy:
+        why.append(
+            f"{f.label} reads {pct(u.median)} while power is only {pct(100 * (pfrac or 0.0))} of "
+            f"the {f.cap or 0:.0f} W cap: {f.label} is {util_nature(f.vendor)}, so this is "
+            "not saturation"
+        )
+    else:
+        far = pfrac is not None and pfrac < th.saturated_power_frac
+        why.append(power_line + (", far below it" if far else ""))
+    if held is False and f.mem_pct is not None:
+        why.append(f"holds only {pct(f.mem_pct.median)} of its VRAM")
+    elif vram_line:
+        why.append(vram_line)
+    cause, cwhy, cadvice, conf = starving_cause(evidence(), th, light=light, label=f.label)
+    return make_verdict("starving", cause, why + cwhy, cadvice, conf, f.n)

@@ -1,0 +1,216 @@
+"""What the verdict reads of one Frame, extracted once per frame (`frame_facts`).
+
+Judging re-reads the same frames on every poll, so each frame's figures are cleaned here once
+(`num`, percentages capped at 100) and every window that holds the frame reuses them. The
+``clean_*`` helpers summarise figures that are already clean, without checking each again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
+from gpusat_tui.model import Frame, ProcessSample
+
+__all__ = [
+    "CardFacts",
+    "FrameFacts",
+    "ProcFacts",
+    "clean_median",
+    "clean_reversals",
+    "clean_stats",
+    "frame_facts",
+]
+
+
+def _processes(frame: Frame) -> list[ProcessSample]:
+    procs = getattr(frame, "processes", None)
+    return list(procs) if isinstance(procs, list | tuple) else []
+
+
+def _card_ids_of(proc: ProcessSample) -> list[str]:
+    ids = getattr(proc, "card_ids", None)
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list | tuple) else []
+
+
+def _hashable(value: object) -> object:
+    """``value`` if it can be a dict key, else None (objects built without validation)."""
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ProcFacts:
+    """The figures of one ProcessSample the verdict reads, taken once per frame."""
+
+    pid: object
+    is_trainer: bool
+    is_worker: bool
+    trainer_pid: object
+    card_ids: tuple[str, ...]
+    cpu: float | None
+    pin: float | None
+    #: The psutil state when it is a string (anything else is not counted).
+    state: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CardFacts:
+    """One card reading's figures as the verdict reads them: each already cleaned (`num`, or
+    a percentage capped at 100), so the window's statistics need no second pass."""
+
+    card: object
+    fresh: bool
+    stale_s: float | None
+    util: float | None
+    mem_pct: float | None
+    mem_used: float | None
+    mem_total: float | None
+    power: float | None
+    cap: float | None
+    pfrac: float | None
+
+
+def card_facts(card: object) -> CardFacts:
+    stale = getattr(card, "stale_s", None)
+    power = num(getattr(card, "power_w", None))
+    cap = num(getattr(card, "power_cap_w", None))
+    return CardFacts(
+        card=card,
+        fresh=stale is None,
+        stale_s=num(stale),
+        util=pct_or_none(getattr(card, "util_pct", None)),
+        mem_pct=mem_pct_of(card),
+        mem_used=num(getattr(card, "mem_used_mib", None)),
+        mem_total=num(getattr(card, "mem_total_mib", None)),
+        power=power,
+        cap=cap,
+        pfrac=num(power / cap) if power is not None and cap else None,
+    )
+
+
+def clean_stats(values: Iterable[float | None]) -> Stats | None:
+    """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
+    items = list(values)
+    present = [v for v in items if v is not None]
+    n = len(present)
+    if not n:
+        return None
+    # One sort gives the median (as `statistics.median` computes it) and the min (the first
+    # of equal ones, as `min` picks: the sort is stable); `max` picks the first of equal ones
+    # too (0.0 before -0.0), which the sorted list's end would not.
+    ordered = sorted(present)
+    mid = n // 2
+    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return Stats(
+        n=n,
+        missing=len(items) - n,
+        mean=math.fsum(present) / n,
+        median=median,
+        min=ordered[0],
+        max=max(present),
+        last=present[-1],
+    )
+
+
+def clean_median(values: Iterable[float | None]) -> float | None:
+    """The median of `clean_stats`, alone (for figures of which only the median is read)."""
+    present = sorted(v for v in values if v is not None)
+    n = len(present)
+    if not n:
+        return None
+    mid = n // 2
+    return present[mid] if n % 2 else (present[mid - 1] + present[mid]) / 2
+
+
+def clean_reversals(values: Sequence[float | None], min_step: float) -> int:
+    """`reversals` of figures already cleaned by `num` (same count, without re-checking)."""
+    count = 0
+    direction = 0
+    previous: float | None = None
+    for figure in values:
+        if figure is None:
+            continue
+        if previous is None:
+            previous = figure
+        elif abs(figure - previous) > min_step:
+            step = 1 if figure > previous else -1
+            if direction and step != direction:
+                count += 1
+            direction = step
+            previous = figure
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class FrameFacts:
+    """What the verdict reads of one Frame, extracted once.
+
+    Judging re-reads the same frames on every poll (the tracker judges a 30 s window each
+    second), and walking pydantic objects through ``getattr``/`num` dominated that cost. A
+    frame is immutable, so its facts can be taken once and reused by every window that holds
+    it (see `judge_prepared`).
+    """
+
+    #: First reading of each card id in the frame, in frame order.
+    cards: dict[str, CardFacts]
+    procs: tuple[ProcFacts, ...]
+    iowait: float | None
+    host_cpu: float | None
+    cpu_count: int | None
+
+
+def frame_facts(frame: Frame) -> FrameFacts:
+    """The facts of one frame (never raises on odd figures)."""
+    cards: dict[str, CardFacts] = {}
+    for card in _cards_of(frame):
+        cid = _card_id(card)
+        if cid is not None and cid not in cards:
+            cards[cid] = card_facts(card)
+    procs = []
+    for proc in _processes(frame):
+        role = getattr(proc, "role", None)
+        state = getattr(proc, "state", None)
+        procs.append(
+            ProcFacts(
+                pid=_hashable(getattr(proc, "pid", -1)),
+                is_trainer=bool(role == "trainer"),
+                is_worker=bool(role == "dataloader_worker"),
+                trainer_pid=_hashable(getattr(proc, "trainer_pid", None)),
+                card_ids=tuple(_card_ids_of(proc)),
+                cpu=num(getattr(proc, "cpu_pct", None)),
+                pin=num(getattr(proc, "pin_cpu_pct", None)),
+                state=state if isinstance(state, str) else None,
+            )
+        )
+    iowait = host_cpu = None
+    cpu_count: int | None = None
+    host = getattr(frame, "host", None)
+    if host is not None:
+        iowait = num(getattr(host, "iowait_pct", None))
+        host_cpu = num(getattr(host, "cpu_pct", None))
+        count = getattr(host, "cpu_count", None)
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            cpu_count = count
+    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count)
+
+
+def pct_or_none(value: object) -> float | None:
+    """A percentage, or None: a figure far above 100 is a misread, not a utilisation."""
+    figure = num(value)
+    return None if figure is None or figure > 100.5 else min(figure, 100.0)
+
+
+def mem_pct_of(card: object) -> float | None:
+    """VRAM % as given, or from used/total (objects built without validation lack it)."""
+    given = pct_or_none(getattr(card, "mem_pct", None))
+    if given is not None:
+        return given
+    used = num(getattr(card, "mem_used_mib", None))
+    total = num(getattr(card, "mem_total_mib", None))
+    return pct_or_none(100.0 * used / total) if used is not None and total else None

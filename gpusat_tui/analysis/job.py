@@ -1,0 +1,150 @@
+"""The rules for the job: ``imbalanced`` when a card of one job lags far behind the others,
+else a summary of the cards (the most severe busy kind, in `_SEVERITY` order)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpusat_tui.analysis.card import CardFigures, unknown_verdict
+from gpusat_tui.analysis.evidence import ProcessTie
+from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.wording import pct
+from gpusat_tui.model import Verdict
+
+__all__ = ["JOB_KEY", "Lag", "judge_job", "lagging"]
+
+#: The key of the job's verdict beside the card ids (tracker, ``check --json``).
+JOB_KEY = "job"
+
+_SEVERITY = ("imbalanced", "starving", "fragmenting", "saturated", "idle", "unknown")
+
+
+@dataclass
+class Lag:
+    """The first group of cards of one job with a card lagging far behind the others."""
+
+    group: list[str]
+    laggards: list[str]
+    others: list[str]
+    centers: dict[str, float]
+    other_med: float
+    basis: str
+
+    def line(self, card_id: str) -> str:
+        """The line added to a lagging card's ``why``."""
+        return (
+            f"lags the job: {pct(self.centers[card_id])} vs {pct(self.other_med)} "
+            f"on {', '.join(self.others)}"
+        )
+
+
+def lagging(
+    active: list[str],
+    figures: Mapping[str, CardFigures],
+    tie: ProcessTie,
+    thresholds: Thresholds,
+) -> Lag | None:
+    groups, basis = tie.groups(active)
+    for group in groups:
+        if len(group) < 2:
+            continue
+        centers = {c: figures[c].util.median for c in group}
+        leader = max(centers.values())
+        laggards = [
+            c
+            for c in group
+            if centers[c] <= thresholds.imbalance_ratio * leader
+            and leader - centers[c] >= thresholds.imbalance_gap_pct
+        ]
+        if not laggards or len(laggards) == len(group):
+            continue
+        others = [c for c in group if c not in laggards]
+        other_med = statistics.median(centers[c] for c in others)
+        return Lag(group, laggards, others, centers, other_med, basis)
+    return None
+
+
+def judge_job(
+    verdicts: dict[str, Verdict],
+    figures: dict[str, CardFigures],
+    tie: ProcessTie,
+    thresholds: Thresholds,
+) -> tuple[Verdict, dict[str, Verdict]]:
+    """The job verdict, and the card verdicts with a line added to any lagging card."""
+    if not verdicts:
+        return unknown_verdict(
+            ["no card in the window"],
+            ["No accelerator tool answered: see the status line for what was searched"],
+        ), verdicts
+    if len(verdicts) == 1:
+        return next(iter(verdicts.values())), verdicts
+
+    active = [c for c, v in verdicts.items() if v.kind not in ("idle", "unknown") and c in figures]
+    lag = lagging(active, figures, tie, thresholds)
+    if lag is not None:
+        group, laggards, others = lag.group, lag.laggards, lag.others
+        centers, other_med, basis = lag.centers, lag.other_med, lag.basis
+        label = figures[group[0]].label
+        lag_txt = ", ".join(f"{c} at {pct(centers[c])}" for c in laggards)
+        why = [
+            f"{lag_txt} while {', '.join(others)} run at {pct(other_med)} "
+            f"({label} medians): the cards of one job are uneven, and every step waits for "
+            "the slowest",
+            f"{basis}",
+        ]
+        pf = {c: figures[c].pfrac.median for c in group if figures[c].pfrac is not None}
+        if len(pf) == len(group):
+            why.append(
+                "power: " + ", ".join(f"{c} {pct(100 * pf[c])} of cap" for c in group)
+            )
+        advice = [
+            "Look at what differs on the lagging rank: its DataLoader workers, its data "
+            "shard (equal sample counts but unequal sample sizes; bucket by length)",
+            "Check the lagging card for throttling (clocks, temperature, power cap) in the "
+            "vendor tool",
+            "Communication: a slow link or a rank across sockets stalls every all-reduce; "
+            "the collective library's debug log (NCCL_DEBUG=INFO or the vendor's) shows it",
+            "With pipeline or model parallelism, rebalance the layers between stages",
+        ]
+        conf = min(verdicts[c].confidence for c in group) or 0.5
+        updated = dict(verdicts)
+        for c in laggards:
+            v = updated[c]
+            updated[c] = v.model_copy(update={"why": [*v.why, lag.line(c)]})
+        job = Verdict(
+            kind="imbalanced", cause="straggler", why=why, advice=advice,
+            confidence=round(max(0.3, min(0.9, conf)), 2),
+        )
+        return job, updated
+
+    known = {c: v for c, v in verdicts.items() if v.kind != "unknown"}
+    if not known:
+        first = next(iter(verdicts.values()))
+        return unknown_verdict(
+            [f"no card has enough data yet ({len(verdicts)} cards)", *first.why[:1]],
+            list(first.advice),
+        ), verdicts
+    by_kind = Counter(v.kind for v in known.values())
+    busy_kinds = [k for k in by_kind if k != "idle"]
+    kind = min(busy_kinds or ["idle"], key=_SEVERITY.index)
+    chosen = [v for v in known.values() if v.kind == kind]
+    causes = Counter(v.cause for v in chosen)
+    cause = causes.most_common(1)[0][0] if chosen else None
+    why = []
+    for k in sorted(by_kind, key=_SEVERITY.index):
+        ids = [c for c, v in known.items() if v.kind == k]
+        why.append(f"{len(ids)} of {len(verdicts)} cards {k}: {', '.join(ids)}")
+    missing = len(verdicts) - len(known)
+    if missing:
+        why.append(f"{missing} of {len(verdicts)} cards without enough data")
+    advice: list[str] = []
+    for v in chosen:
+        if v.cause == cause:
+            for line in v.advice:
+                if line not in advice:
+                    advice.append(line)
+    conf = min(v.confidence for v in chosen) if chosen else 0.0
+    return Verdict(kind=kind, cause=cause, why=why, advice=advice, confidence=conf), verdicts

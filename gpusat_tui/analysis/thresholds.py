@@ -1,0 +1,91 @@
+"""Every line the verdict engine draws, in one place (`Thresholds`), and per-vendor overrides.
+
+Kept apart from the rules so that tuning a line never means reading a rule, and so that
+``check``/``report`` can pass other thresholds without touching the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+
+__all__ = ["DEFAULT_THRESHOLDS", "Thresholds"]
+
+
+def _default_vendor_overrides() -> dict[str, dict[str, float]]:
+    # Ascend's AICore % measures the cube units only (vector work runs on AIVector), so a busy
+    # training step rarely reads above the 70s; and an idle 910 already shows ~3 GiB of its
+    # 64 GiB HBM in use (firmware), hence a higher "holds memory" line.
+    # NVIDIA GPU-Util, AMD GPU%, Hygon HCU% and Cambricon MLU util are all duty cycles (share of
+    # time any kernel ran): the defaults, with power against cap as the deciding signal.
+    return {"ascend": {"busy_util_pct": 70.0, "held_vram_pct": 10.0}}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every line the verdict engine draws, in one place. Percent figures are 0-100."""
+
+    #: Fresh readings of a card needed before anything but ``unknown`` is said.
+    min_samples: int = 3
+    #: Utilisation median at or above this is "busy".
+    busy_util_pct: float = 80.0
+    #: Power/cap median at or above this is what full compute draws.
+    saturated_power_frac: float = 0.70
+    #: Below this, busy utilisation is not believed to be saturation.
+    low_power_frac: float = 0.50
+    #: Utilisation at or below this is "no utilisation".
+    idle_util_pct: float = 5.0
+    #: Power/cap below this on a card holding no memory is idle whatever utilisation says.
+    idle_power_frac: float = 0.25
+    #: A card "holds VRAM" at or above this percentage (or this many MiB when no % is known).
+    held_vram_pct: float = 5.0
+    held_vram_mib: float = 1024.0
+    #: Utilisation max - min at or above this is "swinging".
+    swing_util_pct: float = 40.0
+    #: VRAM max - min (percent of total) below this is "steady".
+    steady_vram_pct: float = 5.0
+    #: Fragmenting: VRAM at or above this, utilisation at or below ``fragment_util_pct``, and
+    #: used memory moving by at least ``fragment_swing_pct`` of the total.
+    fragment_vram_pct: float = 90.0
+    fragment_util_pct: float = 10.0
+    fragment_swing_pct: float = 2.0
+    #: A DataLoader worker at or above this % of one core is pegged.
+    worker_pegged_pct: float = 85.0
+    #: The trainer at or above this % of one core is pegged.
+    trainer_pegged_pct: float = 90.0
+    #: The pin-memory thread at or above this % is pegged.
+    pin_pegged_pct: float = 90.0
+    #: Host iowait at or above this is I/O-bound.
+    iowait_high_pct: float = 20.0
+    #: Share of worker/trainer samples in disk-sleep (D) at or above this is I/O-bound.
+    dstate_frac: float = 0.30
+    #: Host CPU at or above this leaves no room for more workers.
+    host_busy_pct: float = 85.0
+    #: Imbalanced: a card whose utilisation is at most ``imbalance_ratio`` of the leader's
+    #: and at least ``imbalance_gap_pct`` points below it.
+    imbalance_gap_pct: float = 35.0
+    imbalance_ratio: float = 0.60
+    #: Per-vendor replacements of the fields above, where the vendor's figures mean something
+    #: else (see `_default_vendor_overrides`).
+    vendor_overrides: Mapping[str, Mapping[str, float]] = field(
+        default_factory=_default_vendor_overrides, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        names = {f.name for f in fields(self)} - {"vendor_overrides"}
+        for vendor, overrides in self.vendor_overrides.items():
+            unknown = set(overrides) - names
+            if unknown:
+                raise ValueError(f"unknown threshold(s) for {vendor}: {', '.join(sorted(unknown))}")
+        if self.min_samples < 1:
+            raise ValueError("min_samples must be at least 1")
+
+    def for_vendor(self, vendor: str | None) -> Thresholds:
+        """These thresholds with the vendor's overrides applied (itself when there are none)."""
+        overrides = self.vendor_overrides.get(vendor or "")
+        if not overrides:
+            return self
+        return replace(self, **dict(overrides))
+
+
+DEFAULT_THRESHOLDS = Thresholds()

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
 from gpusat_tui.model import Frame, ProcessSample
 
@@ -163,6 +164,8 @@ class FrameFacts:
     iowait: float | None
     host_cpu: float | None
     cpu_count: int | None
+    #: What the probes in the trainers measured (issue 12); empty without a probe.
+    probes: tuple[ProbeFacts, ...] = ()
 
 
 def frame_facts(frame: Frame) -> FrameFacts:
@@ -197,7 +200,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
         count = getattr(host, "cpu_count", None)
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
-    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count)
+    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, probe_facts(frame))
 
 
 def pct_or_none(value: object) -> float | None:

@@ -65,6 +65,22 @@ class Thresholds:
     #: and at least ``imbalance_gap_pct`` points below it.
     imbalance_gap_pct: float = 35.0
     imbalance_ratio: float = 0.60
+    # --- measured in the trainer by the probe (``gpusat-tui run``), issue 12 ---------------
+    #: Data wait (share of wall time blocked in next(dataloader)) at or above this is
+    #: starving whatever the utilisation says (the TensorFlow profiler's "highly input-bound").
+    data_wait_starving_pct: float = 20.0
+    #: Below this the loop is not waiting on data ("moderately input-bound" from here up).
+    data_wait_low_pct: float = 5.0
+    #: A rank whose data wait is at least this many points above the other ranks' median (and
+    #: itself starving) is the straggler; or whose step is this many times theirs.
+    straggler_wait_gap_pct: float = 15.0
+    straggler_step_ratio: float = 1.5
+    #: Measured fragmenting: reserved at least this many times allocated, with allocation
+    #: retries in the window or inactive split bytes growing to this share of reserved.
+    frag_reserved_ratio: float = 1.5
+    frag_inactive_split_frac: float = 0.10
+    #: A probe publication older than this is not evidence (the process stopped publishing).
+    probe_max_age_s: float = 5.0
     #: Per-vendor replacements of the fields above, where the vendor's figures mean something
     #: else (see `_default_vendor_overrides`).
     vendor_overrides: Mapping[str, Mapping[str, float]] = field(

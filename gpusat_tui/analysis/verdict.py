@@ -56,6 +56,7 @@ from gpusat_tui.analysis.causes import STARVING_CAUSES
 from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.job import JOB_KEY, Lag, judge_job, lagging
+from gpusat_tui.analysis.measured import measured_for_card, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
@@ -92,14 +93,17 @@ def judge_prepared(
     window it appears in. Same result as ``judge(frames, thresholds)``."""
     tie = ProcessTie(facts)
     evidence = EvidenceCache(facts, tie)
+    ranks = ranks_of(facts, thresholds)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, CardFigures] = {}
     for cid in _ids(facts):
-        verdict, figs = judge_card(frames, facts, cid, thresholds, evidence)
+        verdict, figs = judge_card(
+            frames, facts, cid, thresholds, evidence, lambda c: measured_for_card(ranks, c)
+        )
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
-    job, verdicts = judge_job(verdicts, figures, tie, thresholds)
+    job, verdicts = judge_job(verdicts, figures, tie, thresholds, ranks)
     return Assessment(cards=verdicts, job=job)
 
 
@@ -136,6 +140,7 @@ class PreparedWindow:
         self._ids = _ids(facts)
         self._tie = ProcessTie(facts)
         self._evidence = EvidenceCache(facts, self._tie)
+        self._ranks = ranks_of(facts, thresholds)
         self._lag: Lag | None = None
         self._lag_done = False
 
@@ -144,7 +149,8 @@ class PreparedWindow:
         if card_id not in self._ids:
             return None
         verdict, figs = judge_card(
-            self._frames, self._facts, card_id, self._thresholds, self._evidence
+            self._frames, self._facts, card_id, self._thresholds, self._evidence,
+            lambda c: measured_for_card(self._ranks, c),
         )
         if len(self._ids) == 1 or figs is None or verdict.kind == "idle":
             return verdict  # alone, unknown or idle: never a lagging card of a job

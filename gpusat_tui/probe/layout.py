@@ -74,26 +74,23 @@ def file_name(pid: int) -> str:
 
 
 def default_dirs() -> list[str]:
-    """Where probes publish, first choice first: ``$GPUSAT_PROBE_DIR``, else
-    ``$XDG_RUNTIME_DIR/gpusat-tui``, else ``<tempdir>/gpusat-tui-<uid>``.
+    """Where probes publish, first choice first: ``$GPUSAT_PROBE_DIR`` alone when it is set,
+    else ``$XDG_RUNTIME_DIR/gpusat-tui`` and ``<tempdir>/gpusat-tui-<uid>``.
 
-    A probe writes to the first; a monitor reads all that exist (a trainer started from another
-    shell may have had another environment).
+    A probe writes to the first; a monitor reads all of them (a trainer started from another
+    shell may have had no ``XDG_RUNTIME_DIR``). Setting ``GPUSAT_PROBE_DIR`` pins both sides to
+    one folder (and keeps test runs apart from each other).
     """
-    dirs: list[str] = []
     explicit = os.environ.get(ENV_DIR)
     if explicit:
-        dirs.append(explicit)
+        return [explicit]
+    dirs: list[str] = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         dirs.append(os.path.join(runtime, "gpusat-tui"))
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     dirs.append(os.path.join(tempfile.gettempdir(), f"gpusat-tui-{uid}"))
-    out: list[str] = []
-    for d in dirs:
-        if d not in out:
-            out.append(d)
-    return out
+    return dirs
 
 
 def prepare_dir(folder: str) -> str:

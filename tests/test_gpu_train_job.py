@@ -1,0 +1,42 @@
+"""tools/gpu_train_job.py on the CPU (its CUDA path needs a GPU: untested here), under the probe."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.probe_helpers import REPO, job_env, probe_docs, run_argv
+
+JOB = REPO / "tools" / "gpu_train_job.py"
+
+
+def run_mode(probe_dir: Path, mode: str) -> tuple[dict[str, float], list[dict]]:
+    proc = subprocess.Popen(
+        run_argv(sys.executable, str(JOB), "--mode", mode, "--seconds", "4", "--batch", "8",
+                 "--dim", "64", "--sample-ms", "5", "--workers", "1"),
+        env=job_env(probe_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO)
+    seen = []
+    while proc.poll() is None:
+        seen += [d for d in probe_docs(probe_dir).values() if d["batches"] > 3]
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err
+    line = re.search(r"gpu_train_job: (.*)", out)
+    assert line is not None, out
+    figures = dict(kv.split("=") for kv in line.group(1).split())
+    return {k: float(v) for k, v in figures.items() if k in ("steps", "data_wait_pct")}, seen
+
+
+def test_input_bound_waits_on_data_and_compute_bound_does_not(private_probe_dir: Path) -> None:
+    slow, slow_docs = run_mode(private_probe_dir, "input-bound")
+    busy, busy_docs = run_mode(private_probe_dir, "compute-bound")
+    # (CPU figures on a shared 2-core machine: the worker competes with the loop for a core.)
+    assert slow["data_wait_pct"] > 30 and slow["steps"] > 3
+    assert busy["data_wait_pct"] < 20 and busy["data_wait_pct"] < slow["data_wait_pct"] - 20
+    # The probe saw the same from inside (the last publications of each run).
+    assert slow_docs and slow_docs[-1]["data_wait_pct"] > 30
+    assert busy_docs and busy_docs[-1]["data_wait_pct"] < 20

@@ -56,9 +56,14 @@ def assert_every_sample_tested_and_indexed(folder: Path, test_file: str) -> None
     """Each file in ``folder`` is named (quoted) in ``test_file`` and has an INDEX.md row.
 
     ``test_file`` is the calling test module's ``__file__``: a sample nobody asserts on, or one
-    without provenance, fails here by name.
+    without provenance, fails here by name. Its companions (``<stem>_*.py`` beside it, such as
+    ``test_collectors_nvidia_layouts.py``) count too.
     """
-    source = Path(test_file).read_text(encoding="utf-8")
+    path = Path(test_file)
+    source = "\n".join(
+        f.read_text(encoding="utf-8")
+        for f in [path, *sorted(path.parent.glob(f"{path.stem}_*.py"))]
+    )
     names = sorted(f.name for f in folder.iterdir())
     assert names, "no samples found"
     assert [n for n in names if f'"{n}"' not in source] == []

@@ -31,7 +31,7 @@ from gpusat_tui.model import Assessment, CardReading, Frame, ProcessSample, Tool
 from tests.conftest import leftover_processes
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import hy_smi as hy_fmt
-from tests.fakes.formats import xpu_smi as xpu_fmt
+from tests.fakes.formats import intel_xpu_smi as intel_fmt
 from tests.fakes.tool import FakeBin, Step, renderer_for
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,6 +75,11 @@ def stats(values: Sequence[float | None]) -> dict[str, float | None]:
     return {"mean": sum(good) / len(good), "min": min(good), "max": max(good), "last": good[-1]}
 
 
+#: Figures a tool never prints at all (so no fake can render them): tpu-info has no
+#: temperature; a tt-smi snapshot has no utilisation and no device memory.
+NOT_SHOWN: dict[str, set[str]] = {"tpu-info": {"temp_c"}, "tt-smi": {"util_pct", "mem_pct"}}
+
+
 def exe_specs() -> list[ToolSpec]:
     return [s for s in all_specs() if s.reader is None]
 
@@ -110,7 +115,7 @@ def test_check_json_gives_the_scenario_figures_for_every_vendor_tool(
     wall = time.monotonic() - t0
     shown = shown_fields(spec, SCENARIO[0])
     # The minimum for every default view (power where the tool shows it at all).
-    assert {"util_pct", "mem_pct", "temp_c"} <= shown
+    assert {"util_pct", "mem_pct", "temp_c"} - NOT_SHOWN.get(spec.tool, set()) <= shown
     assert report["schema_version"] == 1
     assert 2 <= report["samples"] <= 3
     assert 0.4 <= report["duration_s"] <= wall
@@ -125,8 +130,9 @@ def test_check_json_gives_the_scenario_figures_for_every_vendor_tool(
             return stats(values) if field in shown else stats([])
 
         assert card["util_pct"] == expect("util_pct", [c.util_pct for c in series])
-        assert card["mem_pct"] == pytest.approx(
-            expect("mem_pct", [100 * c.mem_used_mib / c.mem_total_mib for c in series])
+        assert card["mem_pct"] == pytest.approx(  # tpu-info prints GiB to 2 decimals
+            expect("mem_pct", [100 * c.mem_used_mib / c.mem_total_mib for c in series]),
+            rel=0.002,
         )
         assert card["mem_used_mib"] == pytest.approx(
             expect("mem_used_mib", [c.mem_used_mib for c in series]), rel=0.002
@@ -183,7 +189,7 @@ def test_hanging_tool_is_killed_each_poll_and_the_run_keeps_its_duration(
 def test_exit_garbage_lost_card_and_refused_flag(fake_bin: FakeBin) -> None:
     spec = spec_named("hy-smi")
     first, lost = SCENARIO[0], [SCENARIO[2][0]]
-    pids = next(q for q in spec.queries if q.optional)
+    pids = next(q for q in spec.queries if q.name == "pids")
     fake_bin.add_for_spec(
         spec,
         [first, Step(mode="fail", exit_code=5, stderr="hy-smi: HCU driver not loaded"),
@@ -236,18 +242,33 @@ def test_dcu_rocm_smi_takes_over_when_hy_smi_refuses(fake_bin: FakeBin) -> None:
     assert any(n.startswith("hy-smi not used") for n in report["notes"])
 
 
-def test_intel_xpu_smi_gives_no_kunlunxin_card_and_one_clear_note(fake_bin: FakeBin) -> None:
-    def intel(args: Sequence[str], cards: Sequence[FakeCard], procs: Sequence[FakeProcess]) -> str:
-        return xpu_fmt.INTEL_HELP
+def test_intel_xpu_smi_1x_gives_intel_cards_through_dump_never_kunlunxin(
+    fake_bin: FakeBin,
+) -> None:
+    spec = spec_named("intel-xpu-smi")
+    fake_bin.add_for_spec(spec, SCENARIO, render=intel_fmt.render_v1_for_args)
+    report = check_json(fake_bin, "--duration", "1.5", "--interval", "0.5")
+    assert [c["id"] for c in report["cards"]] == ["intel:0", "intel:1"]
+    assert report["errors"] == []
+    # Plain xpu-smi printed its help text: the dump view took over, said once.
+    [note] = [n for n in report["notes"] if "refused default" in n]
+    assert note.startswith("intel-xpu-smi refused default") and note.endswith("using dump")
+    assert not any("kunlunxin" in n for n in report["notes"])
+    card = report["cards"][0]
+    assert card["util_pct"]["max"] == 50.0 and card["mem_total_mib"] == 100000.0  # discovery
 
-    tool = fake_bin.add_for_spec(spec_named("xpu_smi"), SCENARIO, name="xpu-smi", render=intel)
+
+def test_kunlunxin_tool_named_xpu_smi_is_read_as_kunlunxin_after_one_intel_look(
+    fake_bin: FakeBin,
+) -> None:
+    tool = fake_bin.add_for_spec(spec_named("xpu_smi"), SCENARIO, name="xpu-smi")
     report = check_json(fake_bin, "--duration", "1", "--interval", "0.5")
-    assert report["cards"] == [] and report["errors"] == []
-    [note] = [n for n in report["notes"] if "xpu" in n]
-    assert note.startswith(f"{tool.path} is not kunlunxin's xpu_smi: ")
-    assert "Intel" in note and note.endswith("; ignored")
-    assert tool.calls() == 1
-    assert report["verdict"] == "unknown"
+    assert [c["id"] for c in report["cards"]] == ["kunlunxin:0", "kunlunxin:1"]
+    assert report["errors"] == []
+    [note] = [n for n in report["notes"] if n.startswith(f"{tool.path} is not")]
+    assert note.startswith(f"{tool.path} is not intel's intel-xpu-smi: ")
+    assert "Kunlunxin" in note and note.endswith("; ignored")
+    assert any(n.startswith("intel-xpu-smi not used") for n in report["notes"])
 
 
 # --- signals, human output, recording --------------------------------------------------------

@@ -428,3 +428,79 @@ def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
 def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
     for parse in PARSERS:
         parse_or_refuse(parse, "\n".join(lines))
+
+
+# --- amd-smi 26.x default views, rocm-smi on ROCm 7.x ----------------------------------------
+
+
+def test_amd_smi_26_mi355x_eight_oam_cards_gpuagent_on_each() -> None:
+    r = amd_smi.parse_default(
+        sample("amd-smi-default-8xMI355X-26.2.0-rocm7.1.1-HIP-OAM-ids-gpuagent.txt"))
+    assert r.version == "26.2.0+021c61fc"
+    powers = [240, 250, 246, 242, 248, 245, 246, 240]
+    temps = [50, 48, 51, 49, 51, 50, 51, 49]
+    assert [figures(c) for c in r.cards] == [
+        (i, "AMD Instinct MI355X", 0.0, 283.0, 294896.0, 0.1, powers[i], 1400.0, temps[i])
+        for i in range(8)]
+    assert [c.bus_id for c in r.cards][-1] == "0000:f5:00.0"
+    assert process_rows(r.processes) == [(326601, f"amd:{i}", "gpuagent", 0.0) for i in range(8)]
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "row", "bus"),
+    [
+        ("amd-smi-default-MI300X-VF-26.0.0-rocm7.0.0-guest-no-VBIOS-line.txt", "26.0.0+37d158ab",
+         (0, "AMD Instinct MI300X VF", 0.0, 285.0, 196288.0, 0.15, 135.0, 750.0, 37.0),
+         "0000:83:00.0"),
+        ("amd-smi-default-MI300X-VF-26.2.2-rocm7.2.1-guest-no-proc-box.txt", "26.2.2+1d06e2956f",
+         (0, "AMD Instinct MI300X VF", 0.0, 285.0, 196288.0, 0.15, 142.0, 750.0, 39.0),
+         "0000:05:00.0"),
+        ("amd-smi-default-MI300X-baremetal-26.2.0-rocm7.1.1-no-proc-box.txt", "26.2.0+021c61fc",
+         (0, "AMD Instinct MI300X", 0.0, 283.0, 196592.0, 0.14, 129.0, 750.0, 46.0),
+         "0000:a6:00.0"),
+        ("amd-smi-default-RX7900XTX-26.1.0-builtin-amdgpu-Linuxver-ROCm-NA.txt",
+         "26.1.0+b5522cc8-d...",
+         (0, "AMD Radeon RX 7900 XTX", 1.0, 2192.0, 24560.0, 8.93, 10.0, 315.0, 43.0),
+         "0000:2f:00.0"),
+    ],
+)
+def test_amd_smi_26_single_card_views(name: str, version: str, row: Row, bus: str) -> None:
+    r = amd_smi.parse_default(sample(name))
+    assert r.version == version
+    assert [figures(c) for c in r.cards] == [row]
+    assert r.cards[0].bus_id == bus
+    assert r.processes == []
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("amd-smi-default-Radeon8060S-26.0.2-kernel6.17-all-NA-161of512MB.txt",
+         (0, "Radeon 8060S Graphics", None, 161.0, 512.0, 31.45, None, None, None)),
+        ("amd-smi-default-iGPU-0x1586-26.2.0-all-NA-power-N-A-slash-0W.txt",
+         (0, "0x1586", None, 1013.0, 65536.0, 1.55, None, None, None)),
+    ],
+)
+def test_amd_smi_26_apus_everything_na_and_no_zero_watt_cap(name: str, row: Row) -> None:
+    r = amd_smi.parse_default(sample(name))
+    # "N/A/0 W": no power, and a 0 W cap is no cap (a power fraction must never divide by it).
+    assert [figures(c) for c in r.cards] == [row]
+    assert r.cards[0].power_frac is None
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("rocm-smi-MI300X-100pct-737W-of-750W-VRAM49-junction-DO.txt",
+         (0, None, 100.0, None, None, 49.0, 737.0, 750.0, 67.0)),
+        ("rocm-smi-MI300X-ROCm7.2.4-idle-155W-narrow-clock-cols.txt",
+         (0, None, 0.0, None, None, 0.0, 155.0, 750.0, 40.0)),
+        ("rocm-smi-MI300X-VF-smi3.0.0-lib7.5.0-VRAM95-GPU0-trailing-spaces.txt",
+         (0, None, 0.0, None, None, 95.0, 191.0, 750.0, 39.0)),
+        ("rocm-smi-iGPU-0x1586-lowpower-warning-10.029W-container.txt",
+         (0, None, 1.0, None, None, 1.0, 10.029, None, 49.0)),
+    ],
+)
+def test_rocm_smi_rocm7_mi300x_and_apu(name: str, row: Row) -> None:
+    r = rocm_smi.parse_table(sample(name))
+    assert [figures(c) for c in r.cards] == [row]

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
 
 from gpusat_tui.collectors import npu_smi
 from gpusat_tui.collectors.base import ParseError, card_args
 from gpusat_tui.collectors.npu_smi import parse_info, parse_usages
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
+    SWEEP_SETTINGS,
+    assert_every_line_prefix_parses_or_is_refused,
+    assert_every_sample_tested_and_indexed,
     assert_every_truncation_parses_or_is_refused,
     card_figures,
+    parse_or_refuse,
+    process_rows,
     read_sample,
+    sample_lines_and_noise,
     samples_dir,
 )
 from tests.fakes import FakeCard, FakeProcess
@@ -261,3 +268,53 @@ def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     assert_every_truncation_parses_or_is_refused(
         read(name), (parse_info, parse_usages), "ascend"
     )
+
+
+# --- npu-smi 25.x ----------------------------------------------------------------------------
+
+
+def test_25_2_910b3_glued_hbm_value_one_busy_npu() -> None:
+    reading = parse_info(read("npu-smi-info-910B3-8npu-25.2.0-NPU4-25pct-proc-glued-HBM.txt"))
+    assert reading.version == "25.2.0"
+    used = [3407, 3398, 3400, 3400, 21784, 3400, 3401, 3413]
+    power = [94.8, 90.5, 90.6, 98.8, 139.7, 95.8, 97.8, 90.8]
+    temps = [36, 34, 33, 35, 45, 37, 38, 39]
+    assert card_figures(reading.cards) == [
+        (i, "910B3", 25.0 if i == 4 else 0.0, used[i], 65536.0, power[i], None, temps[i])
+        for i in range(8)]
+    assert reading.cards[4].bus_id == "0000:01:00.0"
+    assert process_rows(reading.processes) == [(1601114, "ascend:4", "python", 18429.0)]
+
+
+def test_25_3_a3_sixteen_chips_hbm_held_idle_empty_process_names() -> None:
+    reading = parse_info(read(
+        "npu-smi-info-A3-Ascend910-16chip-25.3.rc1-8chips-hbm-held-0pct-empty-proc-names.txt"))
+    assert reading.version == "25.3.rc1"
+    used = [3150, 2886, 3156, 2875, 3149, 2886, 3154, 2875,
+            58072, 58039, 58071, 58037, 56896, 57087, 56969, 57132]
+    npu_power = [166.6, 161.9, 160.6, 166.3, 171.5, 162.5, 205.0, 195.6]
+    temps = [37, 36, 37, 37, 36, 36, 37, 39, 37, 38, 37, 36, 40, 37, 40, 39]
+    assert card_figures(reading.cards) == [
+        (i, "Ascend910", 0.0, used[i], 65536.0, npu_power[i // 2] if i % 2 == 0 else None,
+         None, temps[i]) for i in range(16)]
+    assert [c.extras["npu_power_w"] for c in reading.cards][1::2] == npu_power
+    rows = process_rows(reading.processes)
+    assert rows[:4] == [(1534604, "ascend:8", None, 54963.0), (1539371, "ascend:9", None, 55217.0),
+                        (1545073, "ascend:10", None, 54963.0),
+                        (1550598, "ascend:11", None, 55217.0)]
+    assert len(rows) == 10 and all(name is None for _, _, name, _ in rows)
+
+
+def test_every_info_sample_has_a_test() -> None:
+    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
+
+
+def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
+    assert_every_line_prefix_parses_or_is_refused(SAMPLES, (parse_info, parse_usages))
+
+
+@SWEEP_SETTINGS
+@given(sample_lines_and_noise(SAMPLES))
+def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
+    for parse in (parse_info, parse_usages):
+        parse_or_refuse(parse, "\n".join(lines))

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
 
 from gpusat_tui.collectors import cnmon
 from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.cnmon import parse_default
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
+    SWEEP_SETTINGS,
+    assert_every_line_prefix_parses_or_is_refused,
+    assert_every_sample_tested_and_indexed,
     assert_every_truncation_parses_or_is_refused,
     card_figures,
+    parse_or_refuse,
     read_sample,
+    sample_lines_and_noise,
     samples_dir,
 )
 from tests.fakes import FakeCard, FakeProcess
@@ -147,3 +153,32 @@ def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     assert_every_truncation_parses_or_is_refused(
         read(name), (parse_default,), "cambricon"
     )
+
+
+def test_v5_10_31_550w_redacted_memory_total_mode_column() -> None:
+    reading = parse_default(
+        read("cnmon-8xMLU-v5.10.31-550W-name-and-mem-total-REDACTED-xxxxx.txt"))
+    assert reading.version == "5.10.31"
+    powers = [105, 100, 100, 109, 107, 105, 102, 105]
+    temps = [35, 34, 35, 34, 34, 33, 36, 33]
+    # The capture's author replaced the memory size by "xxxxx": no total, no VRAM %.
+    assert card_figures(reading.cards) == [
+        (i, "MLUXXX-XX", 0.0, 0.0, None, powers[i], 550.0, temps[i]) for i in range(8)]
+    assert all(c.mem_pct is None for c in reading.cards)
+    assert [c.bus_id for c in reading.cards][:2] == ["0000:4F:00.0", "0000:53:00.0"]
+    assert {(c.extras["sriov"], c.extras["compute_mode"]) for c in reading.cards} == {
+        ("FULL", "Default")}  # the 5.10.31 "Mode" column
+
+
+def test_every_sample_here_has_a_test() -> None:
+    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
+
+
+def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
+    assert_every_line_prefix_parses_or_is_refused(SAMPLES, (parse_default,))
+
+
+@SWEEP_SETTINGS
+@given(sample_lines_and_noise(SAMPLES))
+def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
+    parse_or_refuse(parse_default, "\n".join(lines))

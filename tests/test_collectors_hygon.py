@@ -158,8 +158,9 @@ def test_specs_group_order_means_one_tool_per_machine() -> None:
     (spec,) = hy_smi.SPECS
     assert spec.vendor == "hygon" and spec.names == ("hy-smi",)
     assert spec.search_dirs[0] == "/opt/hyhal/bin"
-    table, pids = spec.queries
+    table, as_json, pids = spec.queries
     assert table.args == () and not table.optional
+    assert as_json.optional and as_json.args == ("--showmeminfo", "vram", "--json")
     assert pids.optional and pids.args == ("--showpids", "--showpidgpus")
 
 
@@ -172,7 +173,7 @@ def test_fake_round_trip_through_spec_args() -> None:
     ]
     processes = [FakeProcess(4242, "python", 0, 30000)]
     (spec,) = hy_smi.SPECS
-    table, pids = spec.queries
+    table, as_json, pids = spec.queries
     r = table.parse(fake.render_for_args(table.args, cards, processes))
     assert [figures(c) for c in r.cards] == [
         (0, 99.5, 50.0, 389.0, 400.0, 71.0),
@@ -185,11 +186,57 @@ def test_fake_round_trip_through_spec_args() -> None:
     ]
     with pytest.raises(ParseError):
         table.parse(fake.render_for_args(("--bogus",), cards))
+    j = as_json.parse(fake.render_for_args(as_json.args, cards))
+    assert [(c.index, c.mem_used_mib, c.mem_total_mib, c.power_w) for c in j.cards] == [
+        (0, 32768.0, 65536.0, 389.0), (1, None, 65536.0, None)]
+
+
+# --- newer layouts: BW1000 on DTK 26.04, 800 W HCU cards, the malformed JSON ----------------
+
+
+def test_bw1000_dtk26_04_1000w_cap_no_trailing_newline() -> None:
+    name = "hy-smi-2xBW1000-DTK26.04-1000W-cap-idle-no-trailing-newline.txt"
+    r = hy_smi.parse_table(sample(name))
+    assert [figures(c) for c in r.cards] == [
+        (0, 0.0, 0.0, 80.0, 1000.0, 50.0), (1, 0.0, 0.0, 89.0, 1000.0, 52.0)]
+    assert r.cards[0].extras == {"dec_pct": 0.0, "enc_pct": 0.0, "mode": "Normal"}
+
+
+def test_hcu_800w_vram_held_at_zero_util() -> None:
+    r = hy_smi.parse_table(
+        sample("hy-smi-8xHCU-800W-4cards-VRAM98-100pct-held-0pct-trailing-spaces.txt"))
+    powers = [131, 134, 131, 133, 133, 135, 133, 135]
+    temps = [43, 42, 37, 37, 43, 42, 38, 36]
+    vram = [98, 99, 98, 100, 0, 0, 0, 0]
+    assert [figures(c) for c in r.cards] == [
+        (i, 0.0, vram[i], powers[i], 800.0, temps[i]) for i in range(8)]
+
+
+def test_hcu_perf_high_idle_power() -> None:
+    r = hy_smi.parse_table(sample("hy-smi-8xHCU-800W-perf-high-idle-157-162W.txt"))
+    powers = [157, 162, 159, 161, 158, 161, 160, 161]
+    temps = [40, 41, 39, 37, 40, 38, 36, 36]
+    assert [figures(c) for c in r.cards] == [
+        (i, 0.0, 0.0, powers[i], 800.0, temps[i]) for i in range(8)]
+
+
+def test_malformed_json_missing_commas_is_repaired_once() -> None:
+    text = sample("hy-smi-json-2xBW-malformed-missing-commas-98pct-vram-held.json.txt")
+    r = hy_smi.parse_json(text)
+    assert [(c.index, c.name, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.mem_pct, c.power_w,
+             c.temp_c) for c in r.cards] == [
+        (0, "BW", 0.0, 64169.0, 65520.0, 98.0, 91.0, 54.0),
+        (1, "BW", 0.0, 64104.0, 65520.0, 98.0, 84.0, 52.0),
+    ]
+    assert r.cards[0].extras == {"junction_c": 57.0, "mem_temp_c": 51.0}
+    with pytest.raises(ParseError, match="even with missing commas"):
+        hy_smi.parse_json(text.replace('"card1": {', '"card1": {{', 1))
 
 
 # --- every sample is tested; no input crashes a parser --------------------------------------
 
-PARSERS = (hy_smi.parse_table, hy_smi.parse_pids, rocm_smi.parse_table, rocm_smi.parse_pids)
+PARSERS = (hy_smi.parse_table, hy_smi.parse_json, hy_smi.parse_pids, rocm_smi.parse_table,
+           rocm_smi.parse_pids)
 
 
 def test_every_sample_here_has_a_test() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
 
 from gpusat_tui.collectors import xpu_smi
 from gpusat_tui.collectors.base import ParseError, merge_cards
@@ -10,8 +11,14 @@ from gpusat_tui.collectors.xpu_smi import identify, parse_default, parse_machine
 from gpusat_tui.model import CardProcess
 from tests.collector_helpers import (
     SMI_SAMPLES,
+    SWEEP_SETTINGS,
+    assert_every_line_prefix_parses_or_is_refused,
+    assert_every_sample_tested_and_indexed,
     assert_every_truncation_parses_or_is_refused,
+    card_figures,
+    parse_or_refuse,
     read_sample,
+    sample_lines_and_noise,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import xpu_smi as fake
@@ -22,6 +29,7 @@ INTEL_SAMPLES = [
     "xpu-smi-dump-6xMax1550-Aurora-util-NA.txt",
     "xpu-smi-dump-d0-m012-xpumanager-doc.txt",
     "xpu-smi-noargs-help-xpumanager-doc.txt",
+    "xpu-smi-v2.0-default-view-B580-1gpu-proc-row.txt",
 ]
 
 
@@ -171,3 +179,67 @@ def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     assert_every_truncation_parses_or_is_refused(
         read("kunlunxin", name), (parse_default, parse_machine), "kunlunxin"
     )
+
+
+# --- P800-era (5.0.21.x) box table: three rows per card --------------------------------------
+
+
+def p800(index: int, used: float, power: float, temp: float) -> tuple:
+    return (index, "P800 OAM", 0.0, used, 98304.0, power, 400.0, temp)
+
+
+def test_p800_5_0_21_21_three_rows_per_card() -> None:
+    reading = parse_default(
+        read("kunlunxin", "xpu_smi-8xP800-OAM-5.0.21.21-3line-L3-Usage-SR-IOV-ERNIE-doc.txt"))
+    assert reading.version == "5.0.21.21"
+    powers = [88, 90, 89, 89, 88, 90, 90, 87]
+    temps = [37, 41, 36, 36, 40, 40, 39, 40]
+    assert card_figures(reading.cards) == [p800(i, 0, powers[i], temps[i]) for i in range(8)]
+    assert reading.cards[0].bus_id == "00000000:03:00.0"
+    assert reading.cards[0].extras == {
+        "compute_mode": "Default", "l3_used_mb": 0.0, "l3_total_mb": 96.0, "sriov": "Disabled"}
+    assert reading.processes == []
+
+
+def test_p800_5_0_21_26_no_date_space_padded_gap() -> None:
+    reading = parse_default(
+        read("kunlunxin", "xpu-smi-8xP800-OAM-5.0.21.26-no-date-space-padded-gap-line.txt"))
+    assert reading.version == "5.0.21.26"
+    powers = [85, 84, 86, 86, 89, 85, 85, 88]
+    temps = [38, 40, 45, 44, 49, 41, 43, 42]
+    assert card_figures(reading.cards) == [p800(i, 0, powers[i], temps[i]) for i in range(8)]
+    assert [c.bus_id for c in reading.cards][-1] == "00000000:AB:00.0"
+
+
+def test_p800_truncated_memory_held_idle() -> None:
+    name = "xpu-smi-P800-OAM-drv515.58-XPU-RT-NA-31058MiB-held-0pct-truncated-4cards.txt"
+    reading = parse_default(read("kunlunxin", name))
+    assert reading.version == "515.58"
+    assert card_figures(reading.cards) == [
+        p800(0, 31058, 91, 39), p800(1, 0, 94, 38), p800(2, 0, 93, 44), p800(3, 0, 94, 44)]
+    assert [c.bus_id for c in reading.cards] == [
+        "00000000:03:00.0", "00000000:16:00.0", "00000000:1C:00.0", "00000000:2E:00.0"]
+
+
+def test_p800_process_row_by_header_position() -> None:
+    text = read("kunlunxin", "xpu-smi-8xP800-OAM-5.0.21.26-no-date-space-padded-gap-line.txt")
+    text = text.replace(
+        "|  No running processes found                                                 |",
+        "|    3   N/A  N/A     123456      C   python3                          61234MiB |")
+    assert [(p.pid, p.card_id, p.name, p.mem_used_mib) for p in parse_default(text).processes] == [
+        (123456, "kunlunxin:3", "python3", 61234.0)]
+
+
+def test_every_kunlunxin_sample_has_a_test() -> None:
+    assert_every_sample_tested_and_indexed(KUNLUN, __file__)
+
+
+def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
+    assert_every_line_prefix_parses_or_is_refused(KUNLUN, (parse_default, parse_machine))
+
+
+@SWEEP_SETTINGS
+@given(sample_lines_and_noise(KUNLUN))
+def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
+    for parse in (parse_default, parse_machine):
+        parse_or_refuse(parse, "\n".join(lines))

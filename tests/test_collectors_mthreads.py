@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
 
 from gpusat_tui.collectors import mthreads_gmi
 from gpusat_tui.collectors.base import ParseError, ToolReading
 from gpusat_tui.collectors.mthreads_gmi import parse_default
 from gpusat_tui.model import CardProcess
 from tests.collector_helpers import (
+    SWEEP_SETTINGS,
+    assert_every_line_prefix_parses_or_is_refused,
+    assert_every_sample_tested_and_indexed,
     assert_every_truncation_parses_or_is_refused,
     card_figures,
+    parse_or_refuse,
     read_sample,
+    sample_lines_and_noise,
     samples_dir,
 )
 from tests.fakes import FakeCard, FakeProcess
@@ -110,3 +116,26 @@ def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     assert_every_truncation_parses_or_is_refused(
         read(name), (parse_default,), "mthreads"
     )
+
+
+def test_s5000_2_3_3_fragment_one_card() -> None:
+    reading = parse_default(read("mthreads-gmi-MTT-S5000-2.3.3-drv3.3.8-server-fragment.txt"))
+    assert reading.version == "2.3.3"
+    assert figures(reading) == [
+        (0, "MTT S5000", "00000000:18:00.0", 0.0, 0.0, 81920.0, 0.0, None, None, 47.0)]
+    assert reading.cards[0].extras == {
+        "device_type": "Physical", "perf": "P0", "mpc_capable": "YES", "ecc_mode": "On-die, EDC"}
+
+
+def test_every_sample_here_has_a_test() -> None:
+    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
+
+
+def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
+    assert_every_line_prefix_parses_or_is_refused(SAMPLES, (parse_default,))
+
+
+@SWEEP_SETTINGS
+@given(sample_lines_and_noise(SAMPLES))
+def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
+    parse_or_refuse(parse_default, "\n".join(lines))

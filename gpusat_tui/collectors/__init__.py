@@ -22,6 +22,13 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "xpu_smi",
     "mthreads_gmi",
     "birensmi",
+    "hl_smi",
+    "ixsmi",
+    "efsmi",
+    "mx_smi",
+    "intel_xpu_smi",
+    "tpu_info",
+    "tt_smi",
 )
 
 

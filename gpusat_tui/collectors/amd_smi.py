@@ -126,7 +126,7 @@ def _box_card(
         mem_used_mib=used,
         mem_total_mib=total,
         power_w=power,
-        power_cap_w=cap,
+        power_cap_w=cap or None,  # "N/A/0 W" on an APU: a 0 W cap is no cap
         temp_c=num(row.get("Temp")),
         extras=extras,
         tool=TOOL,

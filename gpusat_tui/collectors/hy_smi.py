@@ -5,10 +5,11 @@ The default view is a one-line-per-card table whose first header cell names the 
 
     HCU     Temp     AvgPwr     Perf     PwrCap     VRAM%      HCU%      Dec%  Enc%  Mode
 
-It gives temperature, power, cap, VRAM % and utilisation (``HCU%``/``DCU%``), but no MiB:
-``mem_used_mib``/``mem_total_mib`` stay None (no real output of a MiB view was available to
-verify a parser against). DTK's own ``rocm-smi`` prints the same table; `rocm_smi` recognises it
-and delegates here, so one machine never yields the cards twice (same group, hy-smi first).
+It gives temperature, power, cap, VRAM % and utilisation (``HCU%``/``DCU%``), but no MiB. The
+enrichment `parse_json` (``--showmeminfo vram --json``) adds VRAM used/total in MiB where hy-smi
+answers it (its one real JSON capture is malformed; see there). DTK's own ``rocm-smi`` prints
+the same table; `rocm_smi` recognises it and delegates here, so one machine never yields the
+cards twice (same group, hy-smi first).
 
 ``dcu-smi`` is NOT listed as a name: no real output of it was found to confirm it prints this
 table. Use ``--tool hygon=/path/to/dcu-smi`` to try it.
@@ -16,6 +17,7 @@ table. Use ``--tool hygon=/path/to/dcu-smi`` to try it.
 
 from __future__ import annotations
 
+import json
 import re
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
@@ -80,6 +82,66 @@ def parse_table(text: str) -> ToolReading:
     return parse_dcu_table(text, TOOL)
 
 
+# A value's closing quote glued to the next key's opening quote: "91.0""Average GFX ..." (the
+# BW-series hy-smi prints its JSON so). Never matches an empty "" key or value.
+_GLUED_RE = re.compile(r'"\s*"(?=[^"]*"\s*:)')
+
+
+def parse_json(text: str) -> ToolReading:
+    """``hy-smi ... --json``: ``{"card0": {"HCU use (%)": "0.0", "vram Total Memory (MiB)": ...}}``.
+
+    The one real capture (BW series) is not valid JSON: commas are missing between some fields.
+    When strict parsing fails, glued fields are split and parsing is tried once more (the only
+    repair made); anything still invalid is a ParseError. Gives VRAM in MiB, which the table
+    lacks. The flags we pass (``--showmeminfo vram --json``, as rocm-smi takes them) are not
+    verified on a DCU: a hy-smi that refuses them loses only the MiB figures.
+    """
+    body = strip_ansi(text).strip()
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        try:
+            data = json.loads(_GLUED_RE.sub('", "', body))
+        except (ValueError, RecursionError) as exc:
+            raise ParseError(f"hy-smi --json: not JSON, even with missing commas restored ({exc})"
+                             ) from exc
+    if not isinstance(data, dict):
+        raise ParseError("hy-smi --json: expected an object keyed by card")
+    if any(re.fullmatch(r"card\d+", k) for k in data) and "card0" not in data:
+        return ToolReading(notes=["hy-smi --json numbers cards from card1; not used"])
+    cards: list[CardReading] = []
+    for key, fields in data.items():
+        match = re.fullmatch(r"card(\d+)", key)
+        if match is None or not isinstance(fields, dict):
+            continue
+        fields = {str(k): None if v is None else str(v) for k, v in fields.items()}
+        util = fields.get("HCU use (%)", fields.get("DCU use (%)"))
+        mem_pct = fields.get("HCU memory use (%)", fields.get("DCU memory use (%)"))
+        extras: dict[str, float | str | None] = {}
+        for label, name in (("Temperature (Sensor junction) (C)", "junction_c"),
+                            ("Temperature (Sensor mem) (C)", "mem_temp_c")):
+            if label in fields:
+                extras[name] = num(fields[label])
+        cards.append(
+            CardReading(
+                vendor="hygon",
+                index=int(match.group(1)),
+                name=fields.get("Card Series") or fields.get("Card series") or None,
+                util_pct=num(util),
+                mem_used_mib=num(fields.get("vram Total Used Memory (MiB)")),
+                mem_total_mib=num(fields.get("vram Total Memory (MiB)")) or None,
+                mem_pct=num(mem_pct),
+                power_w=num(fields.get("Average Graphics Package Power (W)")),
+                temp_c=num(fields.get("Temperature (Sensor edge) (C)")),
+                extras=extras,
+                tool=TOOL,
+            )
+        )
+    if not cards:
+        raise ParseError("hy-smi --json: no 'cardN' objects")
+    return ToolReading(cards=cards)
+
+
 def parse_pids(text: str) -> ToolReading:
     """``hy-smi --showpids --showpidgpus``: hy-smi is a fork of rocm-smi.
 
@@ -100,6 +162,10 @@ SPECS: tuple[ToolSpec, ...] = (
         search_dirs=("/opt/hyhal/bin", "/opt/dtk/bin", "/opt/dtk/hyhal/bin", "/usr/local/bin"),
         queries=(
             Query(name="table", args=(), parse=parse_table),
+            Query(
+                name="json", args=("--showmeminfo", "vram", "--json"), parse=parse_json,
+                optional=True,
+            ),
             Query(
                 name="pids", args=("--showpids", "--showpidgpus"), parse=parse_pids,
                 optional=True, process_list=True,

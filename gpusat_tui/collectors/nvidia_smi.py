@@ -193,6 +193,22 @@ def _cells(line: str) -> list[str] | None:
     return stripped[1:-1].split("|")
 
 
+def _unwrap(lines: list[str]) -> list[str]:
+    """Rejoin box rows a copy hard-wrapped: ``| a | b |`` then ``   c |`` -> ``| a | b | c |``.
+
+    A line that is not a box row but ends like one continues the box row above it.
+    """
+    out: list[str] = []
+    for line in lines:
+        tail = line.rstrip()
+        if (out and tail.endswith("|") and not line.lstrip().startswith(("|", "+"))
+                and out[-1].lstrip().startswith("|")):
+            out[-1] = out[-1].rstrip() + " " + line.strip()
+            continue
+        out.append(line)
+    return out
+
+
 def parse_table(text: str) -> ToolReading:
     """Parse the default ``nvidia-smi`` table (79/89/91-column layouts, 4xx to 6xx drivers).
 
@@ -200,7 +216,7 @@ def parse_table(text: str) -> ToolReading:
     (fan, temp, perf, power/cap | used/total | util, compute mode), (MIG mode). A GPU whose
     handle failed is simply absent (its stderr line is kept as a note).
     """
-    lines = text.splitlines()
+    lines = _unwrap(text.splitlines())
     version_match = _VERSION_RE.search(text)
     cards: list[CardReading] = []
     processes: list[CardProcess] = []

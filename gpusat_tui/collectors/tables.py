@@ -10,9 +10,37 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["box_cells", "celsius_token", "first_group", "header_index"]
+__all__ = [
+    "box_blocks",
+    "box_cells",
+    "celsius_token",
+    "first_group",
+    "header_index",
+    "is_rule",
+    "mem_pair",
+    "power_pair",
+    "sentinel_to_none",
+]
+
+#: What a card in a broken state reports instead of a reading (0xFFFF W: an Iluvatar BI-V100
+#: prints ``65535W / 250``). Never a real figure on any accelerator.
+SENTINELS = frozenset({65535.0, 65534.0, 4294967295.0})
+
+
+def sentinel_to_none(value: float | None) -> float | None:
+    """``value``, or None when it is one of `SENTINELS`."""
+    return None if value in SENTINELS else value
 
 _CELSIUS_RE = re.compile(r"^(-?\d+(?:\.\d+)?)C$")
+_FIG = r"(\d+(?:\.\d+)?|N/A|NA)"
+# "88W /  600W", "N/A / N/A", "97W / NA", "65535W / 250" (cap without its unit): a figure that is
+# a whole token on each side of the slash, so "N/A   22C   N/A  96W / 600W" reads 96 / 600.
+# The usage carries a W or is N/A, so a memory cell ("60982/65536 MiB") is never a power pair.
+_POWER_PAIR_RE = re.compile(
+    rf"(?:^|\s)(\d+(?:\.\d+)?\s*W|N/A|NA)\s*/\s*{_FIG}\s*W?(?=\s|$)"
+)
+# "768MiB /  98304MiB", "512Mib / 32768Mib", "858/65536 MiB" (used without its unit).
+_MEM_PAIR_RE = re.compile(rf"(?:^|\s){_FIG}\s*(?:Mi[Bb])?\s*/\s*{_FIG}\s*Mi[Bb]")
 
 
 def box_cells(line: str) -> list[str]:
@@ -45,3 +73,50 @@ def header_index(lines: Sequence[str], *words: str) -> int | None:
 def celsius_token(tokens: Iterable[str]) -> str | None:
     """The first token that is a bare Celsius figure (``"48C"``, ``"-5.5C"``), else None."""
     return next((t for t in tokens if _CELSIUS_RE.match(t)), None)
+
+
+def is_rule(line: str) -> bool:
+    """A border or separator row (``+---+``, ``|===+===|``, ``|------|``), not a content row."""
+    stripped = line.strip()
+    return bool(stripped) and set(stripped) <= set("|=+-: ")
+
+
+def box_blocks(
+    lines: Sequence[str], start: int, stop_words: Iterable[str] = ("Process",)
+) -> list[list[list[str]]]:
+    """The card blocks of an nvidia-smi-like table, from ``start`` (the line after its header).
+
+    A block is the run of content rows between two rules (two rows on most tools, three on a
+    Kunlunxin P800), each row split into cells. Reading ends at a blank line, at a line that
+    does not start with ``|`` or ``+``, or at one containing a ``stop_words`` entry (the process
+    box). Blocks whose first cell does not start with a digit (a header that repeats) are
+    dropped, so callers see card blocks only.
+    """
+    stops = tuple(stop_words)
+    blocks: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in lines[start:]:
+        stripped = line.strip()
+        if not stripped or not stripped.startswith(("|", "+")) or any(w in stripped for w in stops):
+            break
+        if is_rule(stripped):
+            if current:
+                blocks.append(current)
+            current = []
+            continue
+        current.append(box_cells(stripped))
+    if current:
+        blocks.append(current)
+    return [b for b in blocks if b[0] and b[0][0][:1].isdigit()]
+
+
+def power_pair(cell: str) -> tuple[str, str] | None:
+    """``(usage, cap)`` tokens of a ``Pwr:Usage/Cap`` cell, or None when it has no pair."""
+    match = _POWER_PAIR_RE.search(cell)
+    return (match.group(1).rstrip("W ").strip(), match.group(2)) if match else None
+
+
+def mem_pair(cell: str) -> tuple[str, str] | None:
+    """``(used, total)`` tokens of a ``Memory-Usage`` cell in MiB, or None when it has none."""
+    match = _MEM_PAIR_RE.search(cell)
+    return (match.group(1), match.group(2)) if match else None

@@ -1,9 +1,12 @@
 """Baidu Kunlunxin XPUs through ``xpu_smi`` (also installed as ``xpu-smi``).
 
-Required query: plain ``xpu_smi``: a ``DEVICES`` table (``DevID | PCI Addr | Model | SN | INODE |
-UseRate | L3 | Memory``), then optional ``VIDEO`` and ``PROCESSES`` tables. Columns are read by
-their header names, so the wider tables of newer releases (extra Power/Temp/State columns)
-parse too. The K200 and R300 captures print **no power and no temperature** in this view.
+Required query: plain ``xpu_smi``. Releases up to 4.x print a ``DEVICES`` table (``DevID |
+PCI Addr | Model | SN | INODE | UseRate | L3 | Memory``), then optional ``VIDEO`` and
+``PROCESSES`` tables. Columns are read by their header names, so the wider tables of newer
+releases (extra Power/Temp/State columns) parse too. The K200 and R300 captures print **no
+power and no temperature** in this view.
+P800-era releases (5.0.21.x) print an nvidia-smi-like box instead, three rows per card (the
+third: L3-Usage and SR-IOV mode), with power, cap and temperature.
 
 Optional enrichment: ``xpu_smi -m``, one space-separated line per device (verified on a P800
 capture only; columns: 0 bus, 1 dev id, 4 temp °C, 8 power W, 17/18 memory used/total MiB,
@@ -11,8 +14,9 @@ capture only; columns: 0 bus, 1 dev id, 4 temp °C, 8 power W, 17/18 memory used
 an older tool that refuses ``-m`` just loses those two figures.
 
 Intel's XPU Manager ships a tool also called ``xpu-smi`` (plain ``xpu-smi`` prints its help
-text; ``xpu-smi dump`` prints CSV). `identify` recognises Intel output so that it never becomes a
-Kunlunxin card, and the parsers refuse it with a ParseError naming Intel.
+text or, from v2.0, its own table; ``xpu-smi dump`` prints CSV). `identify` recognises Intel
+output so that it never becomes a Kunlunxin card, and the parsers refuse it with a ParseError
+naming Intel; Intel's cards are read by `intel_xpu_smi`, whose `identify` refuses ours.
 
 Each DevID is one card: a K200 board carries two logical devices (same PCI address and SN,
 ``/dev/xpu0`` and ``/dev/xpu1``), and each is what a training rank opens.
@@ -24,7 +28,14 @@ import re
 import shlex
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
-from gpusat_tui.collectors.tables import box_cells
+from gpusat_tui.collectors.tables import (
+    box_blocks,
+    box_cells,
+    celsius_token,
+    header_index,
+    mem_pair,
+    power_pair,
+)
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "xpu_smi"
@@ -100,11 +111,82 @@ def _pct_of(cell: str | None) -> float | None:
     return num(cell.split(",")[0])
 
 
+_DRIVER_RE = re.compile(r"Driver Version:\s*(\S+)")
+_BOX_BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
+
+
+def _box_card(block: list[list[str]]) -> CardReading | None:
+    first = block[0]
+    head = first[0].split()
+    if len(block) < 2 or not head or not head[0].isdigit():
+        return None
+    names = head[1:]
+    while names and names[-1].lower() in ("n/a", "on", "off"):
+        names.pop()
+    second = block[1]
+    left = second[0]
+    power = power_pair(left)
+    mem = mem_pair(second[1]) if len(second) > 1 else None
+    right = second[2].split() if len(second) > 2 else []
+    extras: dict[str, float | str | None] = {}
+    if len(right) > 1:
+        extras["compute_mode"] = right[1]
+    if len(block) > 2:  # P800: L3-Usage and SR-IOV M. on a third row
+        third = block[2]
+        l3 = mem_pair(third[1]) if len(third) > 1 else None
+        if l3:
+            extras["l3_used_mb"], extras["l3_total_mb"] = num(l3[0]), num(l3[1])
+        if len(third) > 2 and third[2]:
+            extras["sriov"] = third[2]
+    return CardReading(
+        vendor="kunlunxin",
+        index=int(head[0]),
+        name=" ".join(names) or None,
+        bus_id=next((t for t in (first[1].split() if len(first) > 1 else [])
+                     if _BOX_BUS_RE.match(t)), None),
+        util_pct=num(right[0]) if right else None,
+        mem_used_mib=num(mem[0]) if mem else None,
+        mem_total_mib=(num(mem[1]) or None) if mem else None,
+        power_w=num(power[0]) if power else None,
+        power_cap_w=num(power[1]) if power else None,
+        temp_c=num(celsius_token(left.split())),
+        extras=extras,
+        tool=TOOL,
+    )
+
+
+def _parse_box(lines: list[str], header_at: int) -> ToolReading:
+    """The nvidia-smi-like table of P800-era releases (5.0.21.x): three rows per card.
+
+    Processes box rows (``XPU XI CI PID Type Process name Usage``) are read by position after
+    that header; no public capture shows one (all say "No running processes found").
+    """
+    cards = [c for b in box_blocks(lines, header_at + 1) if (c := _box_card(b)) is not None]
+    if not cards:
+        raise ParseError("xpu_smi: the XPU table has no card rows")
+    processes: list[CardProcess] = []
+    at = header_index(lines, "Processes:")
+    for line in lines[at + 1:] if at is not None else []:
+        tokens = " ".join(box_cells(line)).split() if line.strip().startswith("|") else []
+        if len(tokens) < 6 or not tokens[0].isdigit() or not tokens[3].isdigit():
+            continue
+        mem = tokens[-1] if tokens[-1].lower().endswith("mib") else None
+        processes.append(CardProcess(
+            pid=int(tokens[3]), card_id=f"kunlunxin:{tokens[0]}",
+            name=" ".join(tokens[5:-1] if mem else tokens[5:]) or None, mem_used_mib=num(mem),
+        ))
+    version = next((m.group(1) for ln in lines if (m := _DRIVER_RE.search(ln))), None)
+    return ToolReading(cards=cards, processes=processes, version=version)
+
+
 def parse_default(text: str) -> ToolReading:
-    """Parse plain ``xpu_smi`` (DEVICES / VIDEO / PROCESSES tables)."""
+    """Parse plain ``xpu_smi``: DEVICES / VIDEO / PROCESSES tables, or the P800-era box."""
     text = strip_ansi(text)
     _refuse_intel(text, "xpu_smi")
     lines = text.splitlines()
+    box_at = header_index(lines, "XPU", "Name", "Bus-Id")
+    if box_at is not None:
+        return _parse_box(lines, box_at)
     version = None
     for line in lines:
         if line.strip().startswith("Runtime Version:"):
@@ -233,5 +315,8 @@ SPECS: tuple[ToolSpec, ...] = (
             Query(name="machine", args=("-m",), parse=parse_machine, optional=True),
         ),
         identify=identify,
+        # One group with Intel's collector (intel_xpu_smi), which asks first: see its docstring.
+        group="xpu-smi",
+        priority=1,
     ),
 )

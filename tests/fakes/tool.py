@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 
 from gpusat_tui.collectors import COLLECTOR_MODULES
-from gpusat_tui.collectors.base import ToolSpec, card_args
+from gpusat_tui.collectors.base import Query, ToolSpec, card_args
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 from tests.fakes import FakeCard, FakeProcess
@@ -167,9 +167,14 @@ def parsed_cards(spec: ToolSpec, render: Renderer, steps: Sequence[Step]) -> lis
     for step in steps:
         if not step.cards or step.mode != "normal":
             continue
-        try:
-            reading = required.parse(render(required.args, step.cards, step.processes))
-        except ParseError:
+        reading = None
+        query: Query | None = required
+        while query is not None and reading is None:  # a refused view: its fallback answers
+            try:
+                reading = query.parse(render(query.args, step.cards, step.processes))
+            except ParseError:
+                query = query.fallback
+        if reading is None:
             continue  # a look-alike tool (Intel's xpu-smi): no per-card queries to expect
         for card in reading.cards:
             found.setdefault(card.index, card)

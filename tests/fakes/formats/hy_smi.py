@@ -49,11 +49,32 @@ def render_processes(
     return rocm_smi.render_processes(cards, processes)
 
 
+def render_json(cards: Sequence[FakeCard]) -> str:
+    """``hy-smi --showmeminfo vram --json`` as the BW-series tool prints it: one line, every value
+    a string, and the commas after the first two power fields missing (samples/smi/hygon/
+    hy-smi-json-2xBW-malformed-missing-commas-98pct-vram-held.json.txt). No "Card Series": the
+    table names no card either, so a fake card stays nameless whichever view answers."""
+    parts = []
+    for c in cards:
+        power = na_or(c.power_w, "{:.1f}")
+        parts.append(
+            f'"card{c.index}": {{'
+            f'"Average Graphics Package Power (W)": "{power}""Average GFX Core Power (W)": '
+            f'"20.0""Average Memory Power (W)": "38.0", '
+            f'"Temperature (Sensor edge) (C)": "{na_or(c.temp_c, "{:.1f}")}", '
+            f'"HCU use (%)": "{na_or(c.util_pct, "{:.1f}")}", '
+            f'"vram Total Memory (MiB)": "{na_or(c.mem_total_mib, "{:.0f}")}", '
+            f'"vram Total Used Memory (MiB)": "{na_or(c.mem_used_mib, "{:.0f}")}"}}'
+        )
+    return "{" + ", ".join(parts) + "}"
+
+
 def render_for_args(
     args: Sequence[str], cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()
 ) -> str:
     views = by_query_name(SPECS[0], {
         "table": lambda: render(cards),
+        "json": lambda: render_json(cards),
         "pids": lambda: render_processes(cards, processes),
     })
     return respond(args, views, rocm_smi.usage(args).replace("rocm-smi", "hy-smi"))

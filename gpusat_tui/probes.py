@@ -293,7 +293,11 @@ class ProbeReader:
                     self._remove(entry.path, pid, notes)
                     continue
                 if state == "gone":
-                    continue  # just exited (or another PID namespace): its file goes soon
+                    # Fresh, but no such PID here: a trainer in another PID namespace sharing
+                    # this folder (a container), or one killed a moment ago (its figures then
+                    # age out of the verdict, and the file is removed once stale).
+                    self._note(notes, f"probe of PID {pid}: no such process here (another PID "
+                                      "namespace?); its figures are used while they are fresh")
                 card_id, tie = tie_card(doc, cards, card_processes)
                 samples.append(sample_of(doc, now, card_id, tie))
         samples.sort(key=lambda s: (s.rank if s.rank is not None else 1 << 30, s.pid))

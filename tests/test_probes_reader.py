@@ -230,3 +230,10 @@ def test_parse_refuses_what_is_not_a_probe() -> None:
         parse_probe(b'{"layout": 1, "pid": -3}')
     with pytest.raises(ValueError, match="unknown layout 0"):
         parse_probe(b'{"layout": 0, "pid": 3}')
+
+
+def test_a_fresh_file_of_an_invisible_pid_is_used_with_a_note(tmp_path: Path) -> None:
+    write(tmp_path, mine())
+    reader = ProbeReader(dirs=[str(tmp_path)], pid_state=lambda pid, ticks: "gone")
+    [sample], notes = reader.sample([nv(0)])
+    assert sample.pid == os.getpid() and "another PID namespace" in notes[0]

@@ -44,7 +44,7 @@ def main() -> None:
     import torch
     from torch.utils.data import DataLoader
 
-    from gpusat_tui.probe import core, enable
+    from gpusat_tui.probe import core, enable, publish
 
     torch.set_num_threads(1)
     assert enable()
@@ -107,7 +107,7 @@ def main() -> None:
     def publishes(k: int = 2000) -> float:
         t0 = time.perf_counter()
         for _ in range(k):
-            core._publish()
+            publish._publish()
         return (time.perf_counter() - t0) / k * 1e6
 
     print(f"4. one publication (snapshot + write + rename, daemon thread, 1/s): "

@@ -13,7 +13,8 @@ what was gathered so far is printed as usual, and the exit status is 128 + the s
 SIGINT, 143 for SIGTERM, 129 for SIGHUP), the
 shell convention, so a script can tell an interrupted run from a complete one. ``--record FILE``
 also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be written is a
-usage error (2).
+usage error (2). ``--prometheus URL`` judges the fleet a Prometheus server holds instead of this
+machine (`sources.fleet`, `analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
 """
 
 from __future__ import annotations
@@ -454,7 +455,7 @@ def _recording_source(path: str, source: Any) -> Any:
 
 
 async def _collect(
-    source: Any, builder: CheckBuilder, duration: float
+    source: Any, builder: CheckBuilder, duration: float, tracker: Any = None
 ) -> tuple[float, int | None]:
     """Poll until ``duration`` is covered or a signal arrives. Returns (seconds, signal)."""
     loop = asyncio.get_running_loop()
@@ -469,7 +470,7 @@ async def _collect(
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
-    tracker = VerdictTracker(window_s=30.0)
+    tracker = tracker or VerdictTracker(window_s=30.0)
     start = time.monotonic()
     try:
         async with contextlib.aclosing(source.frames()) as frames:
@@ -492,10 +493,34 @@ async def _collect(
     return time.monotonic() - start, (received[0] if received else None)
 
 
+def _run_fleet_check(args: argparse.Namespace) -> int:
+    """``check --prometheus URL``: the fleet view's source and verdicts, headless (live polls
+    only, no start-up history: ``samples`` counts polls of the server)."""
+    from gpusat_tui.sources.fleet import build_fleet
+
+    try:
+        source, tracker = build_fleet(args.prometheus, getattr(args, "match", None) or (),
+                                      args.interval)
+    except GpusatError as exc:
+        print(f"gpusat-tui check: {exc}", file=sys.stderr)
+        return 2
+    source.history = False
+    builder = CheckBuilder()
+    elapsed, signum = asyncio.run(_collect(source, builder, args.duration, tracker))
+    report = builder.report(elapsed)
+    try:
+        print(report.model_dump_json() if args.json else render_human(report), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 128 + signum if signum is not None else 0
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Entry point of ``gpusat-tui check`` (see the module docstring for exit statuses)."""
     from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 
+    if getattr(args, "prometheus", None):
+        return _run_fleet_check(args)
     source = LiveSource(
         interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or []),
         enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,

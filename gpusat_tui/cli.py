@@ -80,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--fallback-demo", action="store_true",
         help="when no accelerator tool is found, replay the bundled demo session (and say so)",
     )
+    parser.add_argument(
+        "--prometheus", metavar="URL",
+        help="fleet view: read the gpusat metrics of every host from this Prometheus server",
+    )
+    parser.add_argument(
+        "--match", action="append", default=None, metavar="LABEL=VALUE",
+        help="fleet view: only series with this label (repeatable; LABEL=~REGEX too)",
+    )
     sub = parser.add_subparsers(dest="command")
 
     check = sub.add_parser("check", help="poll headless and print verdicts (JSON with --json)")
@@ -90,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+    check.add_argument("--prometheus", metavar="URL", default=argparse.SUPPRESS,
+                       help="judge the fleet a Prometheus server holds instead of this machine")
+    check.add_argument("--match", action="append", default=argparse.SUPPRESS,
+                       metavar="LABEL=VALUE", help="with --prometheus: only these series")
+
+    _add_export_parser(sub)
 
     report = sub.add_parser("report", help="summarise a recorded session")
     report.add_argument("file", metavar="FILE.jsonl")
@@ -105,6 +119,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--verbose", action="store_true", help="say where the probe publishes")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD", help="command to exec")
     return parser
+
+
+def _add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from gpusat_tui.export import DEFAULT_LISTEN, parse_listen
+
+    export = sub.add_parser(
+        "export", help="serve the figures and verdicts to Prometheus (/metrics), headless"
+    )
+    _add_polling_options(export, suppress=True)
+    export.add_argument(
+        "--listen", type=parse_listen, default=parse_listen(DEFAULT_LISTEN),
+        metavar="ADDRESS:PORT",
+        help=f"where to serve /metrics (default {DEFAULT_LISTEN}; every interface only with "
+        "an explicit 0.0.0.0:PORT)",
+    )
+    export.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+    export.add_argument(
+        "--host-label", metavar="NAME", default=None,
+        help="value of the host label (default: this machine's host name)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,6 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gpusat_tui.launch import run_command
 
         return run_command(args.cmd, verbose=args.verbose)
+    if args.command == "export":
+        from gpusat_tui.export import run_export
+
+        return run_export(args)
     if args.command == "report":
         from gpusat_tui.report import run_report
 

@@ -92,6 +92,9 @@ class CardReading(_Model):
     #: Seconds since these figures were actually read; set when a poll failed and the
     #: last good figures are carried over. ``None`` means fresh.
     stale_s: float | None = None
+    #: The machine the card is in, set only by sources that mix machines (the fleet view);
+    #: ``None`` on one machine, so single-host ids stay ``vendor:index``.
+    host: str | None = None
 
     @field_validator(
         "util_pct", "mem_used_mib", "mem_total_mib", "mem_pct", "power_w", "power_cap_w",
@@ -111,7 +114,10 @@ class CardReading(_Model):
 
     @property
     def id(self) -> str:
-        """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``."""
+        """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``,
+        or ``host/vendor:index`` for a card with a ``host`` (the fleet view)."""
+        if self.host:
+            return f"{self.host}/{self.vendor}:{self.index}"
         return f"{self.vendor}:{self.index}"
 
     @property

@@ -8,6 +8,7 @@ from hypothesis import given
 from gpusat_tui.collectors import npu_smi
 from gpusat_tui.collectors.base import ParseError, card_args
 from gpusat_tui.collectors.npu_smi import parse_info, parse_usages
+from gpusat_tui.collectors.npu_smi_watch import parse_watch
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
@@ -266,7 +267,7 @@ def test_ansi_codes_around_the_table_are_ignored() -> None:
 def test_every_truncation_parses_or_is_a_parse_error(name: str) -> None:
     """Output cut anywhere (a killed tool, a full pipe) never crashes a parser."""
     assert_every_truncation_parses_or_is_refused(
-        read(name), (parse_info, parse_usages), "ascend"
+        read(name), (parse_info, parse_usages, parse_watch), "ascend"
     )
 
 

@@ -26,7 +26,7 @@ RECORDING_V1_FIELDS = {
     model.CardReading: {
         "vendor", "index", "name", "uuid", "bus_id", "util_pct", "mem_used_mib",
         "mem_total_mib", "mem_pct", "power_w", "power_cap_w", "temp_c", "extras", "tool",
-        "stale_s",
+        "stale_s", "host",
     },
     model.CardProcess: {"pid", "card_id", "name", "mem_used_mib"},
     model.ProcessSample: {

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpusat_tui.collectors.records import Framer, LineRecords
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading, Vendor
 
@@ -23,6 +24,7 @@ __all__ = [
     "NA_TOKENS",
     "ParseError",
     "Query",
+    "Stream",
     "ToolReading",
     "ToolSpec",
     "card_args",
@@ -76,6 +78,41 @@ class Query:
 
 
 @dataclass(frozen=True)
+class Stream:
+    """A tool's long-lived mode: one child per tool printing a record every period.
+
+    ``tegrastats``, ``neuron-monitor`` and the loop modes of tools otherwise called every poll
+    (``nvidia-smi ... -lms N``). The live source starts one child, reads it record by record
+    (`framer`), keeps only the newest record and parses it (``parse``: pure, one record's text
+    -> readings) when a poll wants it; it kills the child's whole process group when the
+    monitor stops, restarts it with back-off when it exits, and lets the last record stand in,
+    with its age as ``stale_s``, when the child goes quiet. The cost it saves: one fork+exec
+    (and, for NVIDIA, one driver initialisation) per poll; what it costs: a record is up to
+    one period old when read.
+
+    ``args`` and ``config`` may hold ``{interval_ms}`` and ``{interval_s}`` (the poll interval,
+    the second at least 1), filled in when the child starts; ``{config}`` in ``args`` is the path
+    of a private file holding ``config`` (neuron-monitor's JSON configuration).
+    """
+
+    name: str
+    args: tuple[str, ...]
+    parse: Callable[[str], ToolReading]
+    #: A fresh framer per child: how lines become records (`collectors.records`).
+    framer: Callable[[], Framer] = LineRecords
+    config: str | None = None
+    #: The shortest period the tool can be asked for (neuron-monitor: 1 s).
+    min_period_s: float = 0.0
+    #: Read through a pseudo-terminal instead of a pipe, for tools whose C stdio buffers a
+    #: pipe by 4 KiB and would deliver records in bursts (npu-smi, per its users' ``stdbuf
+    #: -oL``). Costs a pty per child, and a tty makes some tools add colour (stripped anyway).
+    pty: bool = False
+    #: For a tool that is also called per poll (its spec has required queries): whether this
+    #: stream is the default. Measured in benchmarks/bench_live.py; see the README.
+    preferred: bool = True
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """How to find and read one vendor tool."""
 
@@ -100,6 +137,10 @@ class ToolSpec:
     #: In-process reader (NVML) used instead of running ``queries``: called in a worker
     #: thread, raises ToolMissing when its library is absent so the group falls back.
     reader: Callable[[], ToolReading] | None = None
+    #: A streaming mode (`Stream`): the only way to read tools that have no one-shot view
+    #: (tegrastats, neuron-monitor); for others it replaces the required queries while the
+    #: optional ones (process lists) are still called every few polls.
+    stream: Stream | None = None
 
     @property
     def env_var(self) -> str:

@@ -1,19 +1,22 @@
-"""Live polling of every vendor tool: the one place that runs processes.
+"""Live polling of every vendor tool: the schedule, and what each tool's answer becomes.
 
 Collectors are declarative (`collectors.base.ToolSpec`): this module finds their executables,
-runs their queries concurrently (child processes whose pipes the event loop reads, never a
-shell), and turns whatever happens (an answer, a usage text, garbage, a crash, a hang) into a
-`Frame`. Nothing a tool does can crash the monitor or leave a process behind:
+runs their queries concurrently (child processes run by `sources.procs`, never a shell), and
+turns whatever happens (an answer, a usage text, garbage, a crash, a hang) into a `Frame`.
+Nothing a tool does can crash the monitor or leave a process behind:
 
-* every call runs in its own session (``start_new_session=True``) so that on a timeout, on
-  close or on cancellation the *whole process group* is killed with SIGKILL (a shell wrapper's
-  ``sleep`` child dies with it) and then reaped;
+* every call runs in its own session, and on a timeout, on close or on cancellation the
+  *whole process group* is killed and reaped (`sources.procs.run_tool`);
 * output is capped (`MAX_OUTPUT_BYTES`): a tool spewing garbage is killed, not buffered;
 * a failing tool's cards are carried over with ``stale_s`` = their age, so a card never blinks
   out because of one bad poll; a card that is missing from an otherwise good answer is dropped
   with a note;
 * tools of one ``group`` (hy-smi / amd-smi / rocm-smi on a DCU box; NVML / nvidia-smi) see the
   same cards, so only the first one that is found *and answers* is used.
+* a tool read as a stream (`collectors.base.Stream`: tegrastats, neuron-monitor, nvidia-smi's
+  ``-lms``) keeps one child for the session (`sources.streams`); each poll takes its newest
+  record (`sources.stream_poll`) in place of the required calls, and a quiet or exited stream
+  is carried over stale like a failed call.
 
 Costs: one fork+exec per query per interval (a few ms of CPU for a C tool); the figures are
 in ``Frame.monitor_cpu_pct`` so the monitor's own cost is always on screen. Per-card
@@ -33,11 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import resource
-import signal
-import subprocess
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +61,17 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.probes import ProbePoller
+from gpusat_tui.sources.procs import (
+    MAX_OUTPUT_BYTES,
+    RunResult,
+    ToolFailed,
+    ToolRefused,
+    _Timeout,
+    _TooMuch,
+    kill_running_tools,
+    run_tool,
+)
+from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 
 __all__ = [
     "DEFAULT_ENRICH_EVERY",
@@ -71,11 +81,10 @@ __all__ = [
     "ProcessMonitorLike",
     "RunResult",
     "SourceClosed",
+    "kill_running_tools",
     "run_tool",
 ]
 
-#: Output beyond this is garbage by definition (a 16-chip npu-smi table is ~10 KiB).
-MAX_OUTPUT_BYTES = 1 << 20
 #: How much raw output of a failed parse is kept on the Frame (for bug reports).
 RAW_KEEP_CHARS = 4096
 #: Per-card enrichment queries run on one poll in this many (see the module docstring).
@@ -97,160 +106,8 @@ class ProcessMonitorLike(Protocol):
     def sample(self, card_processes: Sequence[CardProcess] = ...) -> ProcessReportLike: ...
 
 
-# --- running one tool ------------------------------------------------------------------------
-
-
-@dataclass
-class RunResult:
-    """What one finished call printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-class _Timeout(Exception):
-    """The call ran past its timeout and was killed."""
-
-
-class _TooMuch(Exception):
-    """The call printed more than MAX_OUTPUT_BYTES and was killed."""
-
-
-#: How long a SIGKILLed call may take to exit before a thread is left to reap it.
-_REAP_S = 0.2
-#: Poll step while waiting for a tool that closed its output to exit.
-_EXIT_POLL_S = 0.005
-
-
 #: The most polls a tool that keeps hanging is left alone for (see `LiveSource._back_off`).
 MAX_SKIP_POLLS = 16
-
-#: Tool calls running right now, so that a dying front end can kill them (see
-#: `kill_running_tools`). Only touched from the event loop's thread.
-_RUNNING: set[subprocess.Popen[bytes]] = set()
-
-
-def kill_running_tools() -> int:
-    """SIGKILL and reap every tool call in flight; returns how many there were.
-
-    For a front end about to exit on a signal (a closed tmux pane): each tool leads its own
-    session, so nothing else would stop a hung one. Synchronous, so it is done before any
-    shutdown step that could block.
-    """
-    running = list(_RUNNING)
-    for proc in running:
-        _kill_and_reap(proc)
-    return len(running)
-
-
-def _kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the call's whole process group (it leads its own session), then reap it.
-
-    Synchronous on purpose: no await, so no cancellation can interrupt it half-way. A killed
-    process exits at once unless it sits in an uninterruptible driver call (a wedged GPU
-    driver does that): then a daemon thread waits for it, so it still never stays a zombie.
-    """
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        try:
-            proc.wait(timeout=_REAP_S)
-        except subprocess.TimeoutExpired:
-            threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
-
-
-async def _read_both(proc: subprocess.Popen[bytes], cap: int) -> tuple[bytes, bytes]:
-    """Read stdout and stderr to EOF without threads; `_TooMuch` past ``cap`` bytes on one."""
-    assert proc.stdout is not None and proc.stderr is not None
-    loop = asyncio.get_running_loop()
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    bufs: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
-    open_fds = set(bufs)
-    done: asyncio.Future[None] = loop.create_future()
-
-    def stop(fd: int) -> None:
-        loop.remove_reader(fd)
-        open_fds.discard(fd)
-
-    def on_readable(fd: int) -> None:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            stop(fd)
-            if not open_fds and not done.done():
-                done.set_result(None)
-            return
-        bufs[fd] += chunk
-        if len(bufs[fd]) > cap:
-            for other in list(open_fds):
-                stop(other)
-            if not done.done():
-                done.set_exception(_TooMuch())
-
-    for fd in bufs:
-        os.set_blocking(fd, False)
-        loop.add_reader(fd, on_readable, fd)
-    try:
-        await done
-    finally:
-        for fd in list(open_fds):
-            stop(fd)
-    return bytes(bufs[out_fd]), bytes(bufs[err_fd])
-
-
-async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) -> RunResult:
-    """Run ``argv`` without a shell; kill its process group on timeout, overflow or cancel.
-
-    Raises `_Timeout`, `_TooMuch`, or OSError when it cannot be started. Every way out of here
-    kills and reaps the call (no zombie, no orphan holding a pipe).
-
-    Plain ``subprocess.Popen`` + event-loop readers rather than asyncio's subprocess API: its
-    transports can be cancelled half-way through creation, and then close() kills only the
-    leader and waits for pipes that a surviving grandchild (a wrapper's ``sleep``) keeps open,
-    which hangs shutdown. Here the process exists, or not, before the first await.
-    """
-    cap = MAX_OUTPUT_BYTES if cap is None else cap
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        close_fds=True,
-    )
-    _RUNNING.add(proc)
-    try:
-        async with asyncio.timeout(timeout):
-            out, err = await _read_both(proc, cap)
-            # Output closed; the exit status follows within microseconds (normally).
-            while (returncode := proc.poll()) is None:
-                await asyncio.sleep(_EXIT_POLL_S)
-    except BaseException as exc:
-        # Timeout, _TooMuch, cancellation (source closed mid-poll): never leave it running.
-        _kill_and_reap(proc)
-        if isinstance(exc, TimeoutError):
-            raise _Timeout from None
-        raise
-    finally:
-        _RUNNING.discard(proc)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-    # No group kill after a normal exit: the PID may already be reused, and a child the tool
-    # left behind on purpose is not ours to kill (one holding our pipes hits the timeout).
-    return RunResult(
-        returncode,
-        out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"),
-    )
 
 
 # --- per-tool session state ------------------------------------------------------------------
@@ -298,6 +155,10 @@ class _ToolState:
     hang_error: ToolError | None = None
     #: Query name -> that process-list query's last answer, used again while it is skipped.
     process_last: dict[str, ToolReading] = field(default_factory=dict)
+    #: The stream in use (it replaces the required queries; `sources.stream_poll`), and when
+    #: the record this poll read arrived.
+    stream: StreamPoll | None = None
+    stream_t_read: float | None = None
 
 
 def _size(n: int) -> str:
@@ -316,21 +177,10 @@ def _first_line(text: str, limit: int = 160) -> str:
     return ""
 
 
-class _Refused(Exception):
-    """The tool answered but not with anything we understand (non-zero exit or ParseError)."""
-
-    def __init__(self, message: str, kind: str, raw: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.raw = raw
-
-
-class _Failed(Exception):
-    """The tool did not answer (timeout, overflow, cannot start)."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+#: The tool answered but not with anything we understand (non-zero exit or ParseError).
+_Refused = ToolRefused
+#: The tool did not answer (timeout, overflow, cannot start, a stream gone quiet).
+_Failed = ToolFailed
 
 
 class LiveSource:
@@ -349,12 +199,17 @@ class LiveSource:
         process_monitor: ProcessMonitorLike | None = None,
         clock: Callable[[], float] = time.time,
         enrich_every: int = DEFAULT_ENRICH_EVERY,
+        streams: bool | None = None,
     ) -> None:
         if enrich_every < 1:
             raise ValueError(f"enrich_every must be at least 1, got {enrich_every!r}")
         self.interval = float(interval)
         #: Per-card enrichment queries run on one poll in ``enrich_every`` (1: every poll).
         self.enrich_every = int(enrich_every)
+        #: Streaming modes: None = each tool's measured default (`Stream.preferred`), True =
+        #: every stream a tool offers, False = calls only (tools with no other mode still
+        #: stream).
+        self.streams = streams
         # The default timeout is the interval but at least 1 s: a tool that takes 1.2 s on a
         # loaded 16-chip box is slow, not dead.
         self.timeout = float(timeout) if timeout is not None else max(1.0, self.interval)
@@ -405,8 +260,11 @@ class LiveSource:
                 continue
             required = [q for q in spec.queries if not q.optional]
             optional = [q for q in spec.queries if q.optional]
+            stream = stream_for(spec, required, self.streams)
             states.setdefault(spec.group or spec.tool, []).append(
-                _ToolState(spec=spec, exe=exe, required=required, optional=optional)
+                _ToolState(spec=spec, exe=exe, required=required, optional=optional,
+                           stream=StreamPoll(spec.tool, exe, stream, self.interval,
+                                             self.timeout) if stream is not None else None)
             )
             self.tools[spec.tool] = exe
         self._groups = list(states.values())
@@ -529,10 +387,12 @@ class LiveSource:
                     await asyncio.sleep(next_start - now)
         finally:
             self._closed = True
+            self._stop_streams()
 
     async def aclose(self) -> None:
         """Stop polling; a poll in flight is cancelled, which kills and reaps its tools."""
         self._closed = True
+        self._stop_streams()
         inflight = self._inflight
         if inflight is not None and not inflight.done():
             inflight.cancel()
@@ -542,6 +402,13 @@ class LiveSource:
                 await asyncio.wait_for(asyncio.shield(inflight), 5.0)
 
     # --- internals ---------------------------------------------------------------------------
+
+    def _stop_streams(self) -> None:
+        """Kill and reap every stream child (synchronous: nothing can interrupt it)."""
+        for group in self._groups or []:
+            for state in group:
+                if state.stream is not None:
+                    state.stream.stop()
 
     def _get_monitor(self) -> ProcessMonitorLike | None:
         if not self._monitor_loaded:
@@ -559,10 +426,16 @@ class LiveSource:
         """CPU % of this process and the tools it ran (reaped children) since the last poll.
 
         Same figures as os.times(), but getrusage counts microseconds where os.times counts
-        10 ms clock ticks (2 % of a 0.5 s interval: too coarse for a cost that small).
+        10 ms clock ticks (2 % of a 0.5 s interval: too coarse for a cost that small). A stream
+        child is reaped only when it ends, so the ones still running are added from /proc
+        (when a child is reaped its CPU moves from that sum into getrusage's: counted once).
         """
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = time.process_time() + children.ru_utime + children.ru_stime
+        for group in self._groups or []:
+            for state in group:
+                if state.stream is not None:
+                    cpu += state.stream.cpu_s()
         now = time.monotonic()
         previous, self._cpu_mark = self._cpu_mark, (cpu, now)
         if previous is None or now <= previous[1]:
@@ -587,6 +460,8 @@ class LiveSource:
                 res.notes = notes + res.notes
                 return res
             group.pop(0)
+            if state.stream is not None:
+                state.stream.stop()
             self.tools.pop(state.spec.tool, None)
             notes.extend(res.notes)
             if not group:
@@ -623,7 +498,7 @@ class LiveSource:
         except (_Refused, _Failed) as exc:
             error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
             res.errors.append(error)
-            if exc.kind == "timeout" and spec.reader is None:
+            if exc.kind == "timeout" and spec.reader is None and state.stream is None:
                 self._back_off(state, error, res)
             else:
                 state.hangs = 0
@@ -642,6 +517,8 @@ class LiveSource:
             if index not in now_indices:
                 res.notes.append(f"card {old.id} no longer listed by {spec.tool}")
                 del state.last_good[index]
+        if state.stream_t_read is not None:
+            t_read = state.stream_t_read  # when the record arrived, not when it was read
         for card in cards:
             state.last_good[card.index] = (card, t_read)
         res.cards = cards
@@ -701,7 +578,7 @@ class LiveSource:
         """Run one query and parse it. `_Failed`: no answer. `_Refused`: answer not understood."""
         tool = state.spec.tool
         try:
-            result = await run_tool([state.exe, *args], self.timeout)
+            result = await run_tool([state.exe, *args], self.timeout, MAX_OUTPUT_BYTES)
         except _Timeout:
             raise _Failed(
                 f"{tool} did not answer within {self.timeout:.1f} s; killed", "timeout"
@@ -788,7 +665,18 @@ class LiveSource:
                 plain_optional = [q for q in plain_optional if not q.process_list]
             else:
                 state.process_wait = self.enrich_every - 1
-        required_calls = [self._run_required(state, i) for i in range(len(state.required))]
+        state.stream_t_read = None
+        if state.stream is not None:
+            may_fall_back = bool(state.required) and not state.answered
+            stream_reading = await state.stream.read(res.notes, may_fall_back)
+            if stream_reading is not None:
+                state.stream_t_read = self.clock() - state.stream.age
+                required_calls = [_ready(stream_reading)]
+            else:  # the loop mode was refused: back to one call per poll, for the session
+                state.stream = None
+                required_calls = [self._run_required(state, i) for i in range(len(state.required))]
+        else:
+            required_calls = [self._run_required(state, i) for i in range(len(state.required))]
         if state.spec.identify is not None and not state.answered:
             # Until the tool has shown it is ours, ask nothing else of it (a look-alike tool
             # of another vendor gets exactly one call).
@@ -805,8 +693,8 @@ class LiveSource:
                 *(self._call(state, q, q.args) for q in plain_optional),
                 return_exceptions=True,
             )
-            required_out = outcomes[: len(state.required)]
-            optional_out = outcomes[len(state.required):]
+            required_out = outcomes[: len(required_calls)]
+            optional_out = outcomes[len(required_calls):]
         for out in required_out:
             if isinstance(out, BaseException):
                 raise out
@@ -884,6 +772,10 @@ class LiveSource:
             res.errors.append(ToolError(tool=tool, message=str(exc), kind=exc.kind))
         else:
             raise exc
+
+
+async def _ready(reading: ToolReading) -> ToolReading:
+    return reading
 
 
 class SourceClosed(GpusatError):

@@ -546,7 +546,13 @@ def build_app(args: Namespace) -> GpusatApp:
     source: Any
     banner = None
     interval: float | None = None
-    if getattr(args, "replay", None):
+    tracker = None
+    if getattr(args, "prometheus", None):  # the fleet view (sources/fleet.py)
+        from gpusat_tui.sources.fleet import build_fleet
+
+        source, tracker = build_fleet(args.prometheus, args.match or (), args.interval)
+        interval = args.interval
+    elif getattr(args, "replay", None):
         from gpusat_tui.sources.replay import ReplaySource
 
         source = ReplaySource(args.replay, speed=args.speed)
@@ -581,7 +587,7 @@ def build_app(args: Namespace) -> GpusatApp:
             tools.setdefault(tool, None)
         header = make_header(tools, args.interval)
         source = RecordingSource(source, record, header)
-    return GpusatApp(source, interval=interval, banner=banner)
+    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker)
 
 
 def run_app(args: Namespace) -> int:

@@ -150,6 +150,13 @@ VENDOR_TAGS: dict[str, str] = {
 _SHORT_WORDS = {kind: f" {badge_word(kind, short=True)} " for kind in VERDICT_KINDS}
 
 
+def host_tag(host: str, width: int = 7) -> str:
+    """A host name in ``width`` columns for a card row: as is when short, else its end
+    (``gpu-node-017`` -> ``…de-017``), where node names usually differ."""
+    host = clean(host, 64)
+    return host.ljust(width) if len(host) <= width else "…" + host[-(width - 1):]
+
+
 def util_label(card: CardReading) -> str:
     """The vendor's own name for utilisation (GPU-Util, HCU%, AICore%...)."""
     return UTIL_LABELS.get(card.vendor, "Util")
@@ -195,6 +202,8 @@ class CardList(LineWidget):
             marker = "▸" if card.id == selected else " "
             stale = "~" if card.stale_s is not None else " "
             tag = VENDOR_TAGS.get(card.vendor, card.vendor[:2]) if mixed else ""
+            if card.host:  # the fleet view: rows of many hosts would all read 0, 1, 2...
+                tag = f"{host_tag(card.host)} {tag}"
             label = f"{marker}{tag}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
             rows.append((label, kind, card.id == selected))
         self.ids = [c.id for c in cards]

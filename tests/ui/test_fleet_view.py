@@ -1,0 +1,85 @@
+"""The fleet view in the app (Pilot), fed by `FleetSource` over a scripted Prometheus API: many
+hosts, and a server that goes away. The real-server version is tests/test_prometheus_real.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpusat_tui.analysis.fleet import FleetTracker
+from gpusat_tui.sources.fleet import FIGURES, FleetError, FleetSource, decode_answer
+from gpusat_tui.ui.app import GpusatApp
+from tests.ui.conftest import screen_text, settle
+
+
+def answer(hosts: int, cards: int, slow_host: int | None = None) -> Any:
+    result = []
+    for h in range(hosts):
+        for i in range(cards):
+            labels = {"host": f"gpu-node-{h:03d}", "vendor": "nvidia", "index": str(i),
+                      "name": "NVIDIA H100 80GB HBM3"}
+            util = "0.2" if h == slow_host else "0.95"
+            for name in FIGURES:
+                value = util if "utilization" in name else "0.5" if "ratio" in name else "300"
+                if name == "gpusat_card_figures_age_seconds":
+                    value = "0"
+                result.append({"metric": {"__name__": name, **labels}, "value": [1.0, value]})
+            kind = "starving" if h == slow_host else "saturated"
+            result.append({"metric": {"__name__": "gpusat_card_verdict", **labels, "kind": kind},
+                           "value": [1.0, "1"]})
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    return decode_answer(json.dumps(body).encode())
+
+
+class API:
+    base_url = "http://prom.test:9090"
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def get(self, endpoint: str, params: dict[str, str]) -> Any:
+        if isinstance(self.data, BaseException):
+            raise self.data
+        if endpoint == "query_range":
+            return {"resultType": "matrix", "result": []}
+        return self.data
+
+
+def fleet_app(api: API) -> GpusatApp:
+    source = FleetSource("http://prom.test:9090", interval=0.05, api=api)  # type: ignore[arg-type]
+    tracker = FleetTracker(lambda: source.verdicts, lambda: source.job_verdicts)
+    return GpusatApp(source, tracker=tracker, interval=0.05, own_cpu=lambda: 0.1)
+
+
+async def test_64_hosts_x_8_cards_are_listed_and_the_keys_walk_them() -> None:
+    app = fleet_app(API(answer(64, 8, slow_host=17)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: len(app.card_list.ids) == 512
+                     and app.assessment.job.kind == "imbalanced", timeout=20)
+        assert len(set(app.card_list.ids)) == 512
+        assert app.assessment.job.why[0].startswith("lagging host: gpu-node-017 at 20 %")
+        assert "64 hosts" in screen_text(app)
+        assert app.card_list.lines[0].startswith("▸…de-000  0")
+        for _ in range(9):
+            await pilot.press("down")
+        await settle(pilot, lambda: app.selected == "gpu-node-001/nvidia:1")
+        assert "gpu-node-001/nvidia:1" in screen_text(app)
+        await pilot.press("q")
+
+
+async def test_an_unreachable_server_is_said_on_the_status_line() -> None:
+    api = API(answer(2, 2))
+    app = fleet_app(api)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, lambda: len(app.card_list.ids) == 4)
+        api.data = FleetError("cannot reach http://prom.test:9090: Connection refused",
+                              "unreachable")
+        await settle(pilot, lambda: "fleet prom.test:9090 · 2 hosts · server unreachable"
+                     in screen_text(app))
+        assert all(c.stale_s is not None for c in app.frame.cards)  # type: ignore[union-attr]
+        await settle(pilot, lambda: app.assessment.cards["gpu-node-000/nvidia:0"].kind
+                     == "unknown")
+        api.data = answer(2, 2)
+        await settle(pilot, lambda: "unreachable" not in screen_text(app))
+        assert all(c.stale_s is None for c in app.frame.cards)  # type: ignore[union-attr]
+        await pilot.press("q")

@@ -14,10 +14,11 @@ from tests.probe_helpers import REPO, job_env, probe_docs, run_argv
 JOB = REPO / "tools" / "gpu_train_job.py"
 
 
-def run_mode(probe_dir: Path, mode: str) -> tuple[dict[str, float], list[dict]]:
+def run_mode(probe_dir: Path, mode: str, *extra: str) -> tuple[dict[str, float], list[dict]]:
     proc = subprocess.Popen(
+        # 8 samples of 20 ms CPU each per batch for one worker: 160 ms, far more than a step.
         run_argv(sys.executable, str(JOB), "--mode", mode, "--seconds", "4", "--batch", "8",
-                 "--dim", "64", "--sample-ms", "5", "--workers", "1"),
+                 "--dim", "64", "--sample-ms", "20", "--workers", "1", *extra),
         env=job_env(probe_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=REPO)
     seen = []
@@ -34,10 +35,13 @@ def run_mode(probe_dir: Path, mode: str) -> tuple[dict[str, float], list[dict]]:
 
 def test_input_bound_waits_on_data_and_compute_bound_does_not(private_probe_dir: Path) -> None:
     slow, slow_docs = run_mode(private_probe_dir, "input-bound")
-    busy, busy_docs = run_mode(private_probe_dir, "compute-bound")
+    # On the CPU a step must be heavy enough to dwarf a worker's hand-over: a wider model, and
+    # in-memory data loaded in the loop.
+    busy, busy_docs = run_mode(private_probe_dir, "compute-bound", "--dim", "384", "--workers",
+                               "0")
     # (CPU figures on a shared 2-core machine: the worker competes with the loop for a core.)
-    assert slow["data_wait_pct"] > 30 and slow["steps"] > 3
+    assert slow["data_wait_pct"] > 50 and slow["steps"] > 3
     assert busy["data_wait_pct"] < 20 and busy["data_wait_pct"] < slow["data_wait_pct"] - 20
     # The probe saw the same from inside (median over the publications read during each run).
-    assert slow_docs and statistics.median(d["data_wait_pct"] for d in slow_docs) > 30
+    assert slow_docs and statistics.median(d["data_wait_pct"] for d in slow_docs) > 50
     assert busy_docs and statistics.median(d["data_wait_pct"] for d in busy_docs) < 20

@@ -13,7 +13,11 @@
 4. ``gpusat-tui report`` (JSON and text) on it: wall time and peak memory (maxrss of the
    process). Targets: first frame < 1 s, report < 3 s and < 150 MB.
 
+Each step runs for every format (``--formats plain,gzip,zstd``): the same frames recorded as
+``.jsonl``, ``.jsonl.gz`` and ``.jsonl.zst``.
+
 Usage: python benchmarks/bench_recording.py [--hours 24] [--cards 8] [--regen]
+       [--formats plain,gzip,zstd]
 """
 
 from __future__ import annotations
@@ -101,18 +105,21 @@ def generate(path: Path, hours: float, cards: int) -> None:
         update={"host": "bench", "started_at": T0}
     )
     start = time.perf_counter()
-    with Recorder(path, header) as rec:
+    with Recorder(path, header, mode="overwrite") as rec:
         for k in range(n):
             rec.write(make_frame(k, cards, rng, hours))
     print(f"generated {path}: {n} frames, {path.stat().st_size / 2**20:.0f} MiB "
           f"in {time.perf_counter() - start:.0f} s")
 
 
-def bench_write(cards: int, hours: float) -> None:
+SUFFIXES = {"plain": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
+
+
+def bench_write(cards: int, hours: float, fmt: str) -> None:
     rng = random.Random(2)
     frames = [make_frame(k, cards, rng, hours) for k in range(3000)]
-    path = Path("/tmp/gpusat-bench-write.jsonl")
-    with Recorder(path, make_header({}, 1.0)) as rec:
+    path = Path(f"/tmp/gpusat-bench-write{SUFFIXES[fmt]}")
+    with Recorder(path, make_header({}, 1.0), mode="overwrite") as rec:
         cpu = time.process_time()
         wall = time.perf_counter()
         for frame in frames:
@@ -121,7 +128,7 @@ def bench_write(cards: int, hours: float) -> None:
         wall = time.perf_counter() - wall
     size = path.stat().st_size / len(frames)
     path.unlink()
-    print(f"recording: {cpu / len(frames) * 1e6:.0f} µs CPU per {cards}-card frame "
+    print(f"recording {fmt}: {cpu / len(frames) * 1e6:.0f} µs CPU per {cards}-card frame "
           f"({wall / len(frames) * 1e6:.0f} µs wall, {size / 1024:.1f} KiB per line)")
 
 
@@ -210,17 +217,20 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--cards", type=int, default=8)
     parser.add_argument("--regen", action="store_true")
+    parser.add_argument("--formats", default="plain,gzip,zstd")
     args = parser.parse_args()
-    path = Path(f"/tmp/gpusat-bench-{args.hours:g}h-{args.cards}c.jsonl")
-    small = Path(f"/tmp/gpusat-bench-small-{args.cards}c.jsonl")
-    if args.regen or not path.exists():
-        generate(path, args.hours, args.cards)
-    if args.regen or not small.exists():
-        generate(small, 3000 / 3600, args.cards)
-    print(f"file: {path} ({path.stat().st_size / 2**20:.0f} MiB)")
-    bench_write(args.cards, args.hours)
-    bench_replay(path, small)
-    bench_report(path)
+    for fmt in args.formats.split(","):
+        suffix = SUFFIXES[fmt]
+        path = Path(f"/tmp/gpusat-bench-{args.hours:g}h-{args.cards}c{suffix}")
+        small = Path(f"/tmp/gpusat-bench-small-{args.cards}c{suffix}")
+        if args.regen or not path.exists():
+            generate(path, args.hours, args.cards)
+        if args.regen or not small.exists():
+            generate(small, 3000 / 3600, args.cards)
+        print(f"== {fmt}: {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+        bench_write(args.cards, args.hours, fmt)
+        bench_replay(path, small)
+        bench_report(path)
 
 
 if __name__ == "__main__":

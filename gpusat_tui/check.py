@@ -12,9 +12,17 @@ Ctrl-C (SIGINT), SIGTERM or SIGHUP polling stops, the tool in flight is killed, 
 what was gathered so far is printed as usual, and the exit status is 128 + the signal (130 for
 SIGINT, 143 for SIGTERM, 129 for SIGHUP), the
 shell convention, so a script can tell an interrupted run from a complete one. ``--record FILE``
-also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be written is a
-usage error (2). ``--prometheus URL`` judges the fleet a Prometheus server holds instead of this
-machine (`sources.fleet`, `analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
+also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be opened, or
+that exists without ``--force``/``--append``, is a usage error (2). A write that fails later
+(a full disk) stops only the recording: one line on stderr, a note in the report, and polling
+and the report go on. A report that cannot be written to stdout is 74 (one line on stderr); a
+reader that went away (``| head``) is 141, quietly (`gpusat_tui.output`). ``--prometheus URL``
+judges the fleet a Prometheus server holds instead of this machine (`sources.fleet`,
+`analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
+
+The human summary shows every name and message through `gpusat_tui.text.clean`: a tool's
+stderr or a process name cannot move the cursor, retitle the terminal or split a row. The JSON
+carries the exact strings (JSON escapes control characters itself).
 """
 
 from __future__ import annotations
@@ -22,9 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -35,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.collectors.nvidia_throttle import split_reasons
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.model import (
     SCHEMA_VERSION,
@@ -45,6 +52,8 @@ from gpusat_tui.model import (
     ProcessRole,
     Verdict,
 )
+from gpusat_tui.output import emit, say
+from gpusat_tui.text import clean, clean_block
 
 __all__ = [
     "CheckAlloc",
@@ -105,6 +114,14 @@ class CheckCard(_Out):
     power_cap_w: float | None = None
     temp_c: Stats = Stats()
     verdict: CheckVerdict = CheckVerdict()
+    #: Addition: the part of the card this is (a MIG instance: "mig1"), null for a whole card.
+    instance: str | None = None
+    #: Addition: vendor figures from `CHECK_EXTRAS` (NVIDIA GPM: ``sm_active_pct``...), only
+    #: those the card gave at least once.
+    extras: dict[str, Stats] = {}
+    #: Addition: clock-event ("throttle") reasons -> the polls they were active in; {} when
+    #: they were read and never active, null when the tool gave none.
+    throttle: dict[str, int] | None = None
 
 
 class CheckAlloc(_Out):
@@ -183,6 +200,12 @@ def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> s
 
 
 _FIGURES = ("util_pct", "mem_pct", "mem_used_mib", "power_w", "temp_c")
+#: Numeric ``CardReading.extras`` that ``check --json`` summarises per card (names agreed
+#: with the collectors: NVIDIA GPM counters).
+CHECK_EXTRAS: tuple[str, ...] = (
+    "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",
+    "fp16_active_pct", "fp32_active_pct", "fp64_active_pct",
+)
 
 
 @dataclass
@@ -195,6 +218,9 @@ class _CardAcc:
     )
     mem_total_mib: float | None = None
     power_cap_w: float | None = None
+    instance: str | None = None
+    extras: dict[str, RunningStats] = field(default_factory=dict)
+    throttle: dict[str, int] | None = None
 
 
 _PROBE_FIGURES = ("data_wait_pct", "step_ms", "batches_per_s", "samples_per_s")
@@ -299,12 +325,15 @@ class CheckBuilder:
         for card in frame.cards:
             acc = self._cards.get(card.id)
             if acc is None:
-                acc = self._cards[card.id] = _CardAcc(card.vendor, card.index)
+                acc = self._cards[card.id] = _CardAcc(
+                    card.vendor, card.index, instance=card.instance
+                )
             acc.name = card.name or acc.name
             if card.stale_s is not None:
                 continue  # carried over from an earlier poll: not a new figure
             for name in _FIGURES:
                 acc.stats[name].add(getattr(card, name))
+            self._add_extras(acc, card.extras)
             if card.mem_total_mib is not None:
                 acc.mem_total_mib = card.mem_total_mib
             if card.power_cap_w is not None:
@@ -339,12 +368,26 @@ class CheckBuilder:
         for note in frame.notes:
             self._notes.setdefault(note, None)
 
+    @staticmethod
+    def _add_extras(acc: _CardAcc, extras: dict[str, float | str | None]) -> None:
+        for name in CHECK_EXTRAS:
+            value = extras.get(name)
+            if isinstance(value, (int, float)):
+                acc.extras.setdefault(name, RunningStats()).add(float(value))
+        reasons = extras.get("throttle")
+        if isinstance(reasons, str):
+            counts = acc.throttle if acc.throttle is not None else {}
+            for reason in split_reasons(reasons):
+                counts[reason] = counts.get(reason, 0) + 1
+            acc.throttle = counts
+
     def report(self, duration_s: float) -> CheckReport:
         verdicts = self.assessment.cards if self.assessment else {}
         order = {v: i for i, v in enumerate(VENDORS)}
         cards: list[CheckCard] = []
         for card_id, acc in sorted(
-            self._cards.items(), key=lambda kv: (order.get(kv[1].vendor, 99), kv[1].index)
+            self._cards.items(),
+            key=lambda kv: (order.get(kv[1].vendor, 99), kv[1].index, kv[1].instance or ""),
         ):
             verdict = verdicts.get(card_id) or Verdict()
             cards.append(
@@ -360,6 +403,9 @@ class CheckBuilder:
                         why=list(verdict.why), advice=list(verdict.advice),
                     ),
                     **{name: Stats(**acc.stats[name].as_dict()) for name in _FIGURES},
+                    instance=acc.instance,
+                    extras={k: Stats(**v.as_dict()) for k, v in acc.extras.items()},
+                    throttle=dict(acc.throttle) if acc.throttle is not None else None,
                 )
             )
         processes = [
@@ -397,10 +443,13 @@ def _range(stats: Stats) -> str:
 
 
 def render_human(report: CheckReport) -> str:
-    """A short table per card (mean [min–max]), its verdict, why, and what to try."""
+    """A short table per card (mean [min–max]), its verdict, why, and what to try.
+
+    Every string that came from a tool, a process or a recording goes through `clean`.
+    """
     lines = [
         f"gpusat-tui check: {report.samples} polls over {report.duration_s:.1f} s"
-        f" — overall: {report.verdict}",
+        f" — overall: {clean(report.verdict, 40)}",
         "",
     ]
     if report.cards:
@@ -409,17 +458,17 @@ def render_human(report: CheckReport) -> str:
             f" {'CAP W':>6} {'TEMP °C':>15}  VERDICT"
         )
         for card in report.cards:
-            name = (card.name or "")[:22]
+            name = clean(card.name or "", 22)
             lines.append(
-                f"{card.id:<12} {name:<22} {_range(card.util_pct)} {_range(card.mem_pct)}"
-                f" {_range(card.power_w)} {_fmt(card.power_cap_w, 6)} {_range(card.temp_c)}"
-                f"  {card.verdict.kind}"
-                + (f" ({card.verdict.cause})" if card.verdict.cause else "")
+                f"{clean(card.id, 40):<12} {name:<22} {_range(card.util_pct)}"
+                f" {_range(card.mem_pct)} {_range(card.power_w)} {_fmt(card.power_cap_w, 6)}"
+                f" {_range(card.temp_c)}  {clean(card.verdict.kind, 40)}"
+                + (f" ({clean(card.verdict.cause, 40)})" if card.verdict.cause else "")
             )
             for why in card.verdict.why:
-                lines.append(f"    why: {why}")
+                lines.append(f"    why: {clean(why, 500)}")
             for advice in card.verdict.advice:
-                lines.append(f"    try: {advice}")
+                lines.append(f"    try: {clean(advice, 500)}")
         lines.append("    (figures: mean [min–max] over the polls that answered)")
     else:
         lines.append("No card reported any figure.")
@@ -427,8 +476,8 @@ def render_human(report: CheckReport) -> str:
         lines += ["", "Processes (CPU % of one core, mean [min–max]):"]
         for proc in report.processes:
             lines.append(
-                f"  {proc.pid:>7} {proc.role:<18} {proc.name[:20]:<20} {_range(proc.cpu_pct)}"
-                f"  {', '.join(proc.card_ids)}"
+                f"  {proc.pid:>7} {proc.role:<18} {clean(proc.name, 20):<20}"
+                f" {_range(proc.cpu_pct)}  {clean(', '.join(proc.card_ids), 200)}"
             )
             if proc.probe is not None:
                 lines.append(f"          measured in the trainer: {probe_line(proc.probe)}")
@@ -436,22 +485,35 @@ def render_human(report: CheckReport) -> str:
         lines += ["", "Errors:"]
         for err in report.errors:
             times = "once" if err.count == 1 else f"{err.count} polls"
-            lines.append(f"  [{err.kind}] {err.message} ({times})")
+            lines.append(f"  [{clean(err.kind, 20)}] {clean(err.message, 500)} ({times})")
     if report.notes:
         lines += ["", "Notes:"]
-        lines += [f"  {note}" for note in report.notes]
-    return "\n".join(lines)
+        lines += [f"  {clean(note, 500)}" for note in report.notes]
+    return clean_block("\n".join(lines))
 
 
 # --- running ---------------------------------------------------------------------------------
 
 
-def _recording_source(path: str, source: Any) -> Any:
-    """Wrap the live source so that every Frame is also appended to ``path`` (JSONL)."""
-    from gpusat_tui.sources.recorder import RecordingSource, make_header
+def _recording_source(path: str, source: Any, args: Any = None) -> Any:
+    """Wrap the live source so that every Frame is also appended to ``path`` (JSONL).
+
+    A write that fails later says so once on stderr (and in the report's notes) and stops
+    the recording only."""
+    from gpusat_tui.cli import record_mode
+    from gpusat_tui.sources.recorder import (
+        RecordingSource,
+        make_header,
+        print_failure,
+        rotation_limits,
+    )
 
     tools = {tool: source.versions.get(tool) for tool in source.tools}
-    return RecordingSource(source, path, make_header(tools, source.interval))
+    return RecordingSource(
+        source, path, make_header(tools, source.interval),
+        mode=record_mode(args) if args is not None else "new",  # type: ignore[arg-type]
+        on_failure=print_failure, **rotation_limits(args),
+    )
 
 
 async def _collect(
@@ -502,16 +564,14 @@ def _run_fleet_check(args: argparse.Namespace) -> int:
         source, tracker = build_fleet(args.prometheus, getattr(args, "match", None) or (),
                                       args.interval)
     except GpusatError as exc:
-        print(f"gpusat-tui check: {exc}", file=sys.stderr)
+        say("gpusat-tui check", exc)
         return 2
     source.history = False
     builder = CheckBuilder()
     elapsed, signum = asyncio.run(_collect(source, builder, args.duration, tracker))
     report = builder.report(elapsed)
-    try:
-        print(report.model_dump_json() if args.json else render_human(report), flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    # OutputFailed (full or closed stdout, a reader gone) is turned into 74 / 141 by the CLI.
+    emit(report.model_dump_json() if args.json else render_human(report))
     return 128 + signum if signum is not None else 0
 
 
@@ -528,24 +588,21 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         source.discover()
     except ToolMissing as exc:
-        print(f"gpusat-tui check: {exc}", file=sys.stderr)
+        say("gpusat-tui check", exc, lines=True)
         return 1
     polled: Any = source
     if getattr(args, "record", None):
         try:
-            polled = _recording_source(args.record, source)
+            polled = _recording_source(args.record, source, args)
         except GpusatError as exc:  # RecordingError: the file cannot be written
-            print(f"gpusat-tui check: {exc}", file=sys.stderr)
+            say("gpusat-tui check", exc)
             return 2
     builder = CheckBuilder()
     # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
     elapsed, signum = asyncio.run(_collect(polled, builder, args.duration))
     report = builder.report(elapsed)
-    try:
-        print(report.model_dump_json() if args.json else render_human(report), flush=True)
-    except BrokenPipeError:  # `check | head`: the reader left; nothing more to say
-        # Point stdout at /dev/null so the interpreter's exit-time flush stays quiet.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    # OutputFailed (full or closed stdout, a reader gone) is turned into 74 / 141 by the CLI.
+    emit(report.model_dump_json() if args.json else render_human(report))
     if signum is not None:
         return 128 + signum
     return 0

@@ -1,22 +1,31 @@
 """Command line: the live dashboard (default), ``check`` (headless JSON) and ``report``.
 
 The UI is imported lazily so that ``check`` and ``report`` never load Textual.
+
+Exit statuses common to every front end (see `gpusat_tui.output` and the README's Reliability
+section): 2 for a usage error (bad flag, unknown ``--tool`` key, a record target that exists or
+is the replayed file), 130 for Ctrl-C anywhere (no traceback), 74 when the result could not be
+written to stdout, 141 when the reader of stdout went away.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 from collections.abc import Sequence
 
 from gpusat_tui import __version__
-from gpusat_tui.model import VENDORS
+from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
 
 
 def parse_tool_override(text: str) -> tuple[str, str]:
     """``--tool hygon=/opt/hyhal/bin/hy-smi`` -> ("hygon", path). Key: a vendor or a tool name."""
     key, sep, path = text.partition("=")
     if not sep or not key or not path:
+        from gpusat_tui.model import VENDORS
+
         raise argparse.ArgumentTypeError(
             f"--tool expects VENDOR=PATH or TOOL=PATH (vendors: {', '.join(VENDORS)}), got {text!r}"
         )
@@ -28,8 +37,8 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
 
 
@@ -41,6 +50,43 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
+
+
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_AGE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def byte_size(text: str) -> int:
+    """``--record-max-size``: ``500M``, ``2G``, ``1048576`` (binary units; a trailing B is fine)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected a size like 500M or 2G, got {text!r}")
+    value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    if value < 4096:
+        raise argparse.ArgumentTypeError(f"a part must be at least 4K, got {text!r}")
+    return value
+
+
+def duration(text: str) -> float:
+    """``--record-max-age``: ``90s``, ``30m``, ``6h``, ``1d`` (a bare number is seconds)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected a duration like 30m, 6h or 1d, got {text!r}")
+    value = float(match.group(1)) * _AGE_UNITS[match.group(2).lower()]
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 s, got {text!r}")
+    return value
+
+
+def _add_rotation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--record-max-size", type=byte_size, default=None, metavar="SIZE",
+        help="start the next part of the recording (run.0001.jsonl.zst...) at this size",
+    )
+    parser.add_argument(
+        "--record-max-age", type=duration, default=None, metavar="DURATION",
+        help="start the next part of the recording after this long (e.g. 6h, 1d)",
+    )
 
 
 def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
@@ -64,6 +110,50 @@ def _add_polling_options(parser: argparse.ArgumentParser, *, suppress: bool = Fa
     )
 
 
+def _add_record_mode(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """``--force`` / ``--append``: what ``--record`` may do to a file that already exists."""
+    default = argparse.SUPPRESS if suppress else False
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--force", action="store_true", default=default,
+        help="with --record: overwrite FILE if it exists (default: refuse)",
+    )
+    group.add_argument(
+        "--append", action="store_true", default=default,
+        help="with --record: add to the recording in FILE if it exists",
+    )
+
+
+def record_mode(args: argparse.Namespace) -> str:
+    """The `Recorder` mode the flags ask for: "overwrite", "append" or "new"."""
+    if getattr(args, "force", False):
+        return "overwrite"
+    if getattr(args, "append", False):
+        return "append"
+    return "new"
+
+
+def tool_keys() -> dict[str, list[str]]:
+    """What ``--tool KEY=PATH`` accepts: vendors that have a collector, and tool names."""
+    from gpusat_tui.collectors import all_specs
+    from gpusat_tui.model import VENDORS
+
+    specs = all_specs()
+    vendors = sorted({s.vendor for s in specs}, key=lambda v: VENDORS.index(v))
+    tools = sorted({name for s in specs for name in (s.tool, *s.names)})
+    return {"vendors": list(vendors), "tools": tools}
+
+
+def _check_tool_keys(parser: argparse.ArgumentParser, keys: list[str]) -> None:
+    known = tool_keys()
+    unknown = [k for k in keys if k not in known["vendors"] and k not in known["tools"]]
+    if unknown:
+        parser.error(
+            f"--tool {unknown[0]!r} is neither a vendor nor a tool. Vendors: "
+            f"{', '.join(known['vendors'])}. Tools: {', '.join(known['tools'])}."
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpusat-tui",
@@ -71,8 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gpusat-tui {__version__}")
     _add_polling_options(parser)
-    parser.add_argument("--record", metavar="FILE.jsonl", help="record the session to a file")
-    parser.add_argument("--replay", metavar="FILE.jsonl", help="replay a recorded session")
+    parser.add_argument(
+        "--record", metavar="FILE.jsonl",
+        help="record the session to a file (.jsonl.zst: zstd, .jsonl.gz: gzip, else plain)",
+    )
+    _add_record_mode(parser)
+    _add_rotation_options(parser)
+    parser.add_argument(
+        "--replay", metavar="FILE.jsonl", action="append",
+        help="replay a recorded session (repeatable, globs allowed: the parts of one session)",
+    )
+    parser.add_argument(
+        "--follow", action="store_true",
+        help="with --replay: keep reading what a live recorder appends, across its rotations",
+    )
     parser.add_argument(
         "--speed", type=positive_float, default=1.0, help="replay speed factor (default 1)"
     )
@@ -98,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
+    _add_record_mode(check, suppress=True)
+    _add_rotation_options(check)
     check.add_argument("--prometheus", metavar="URL", default=argparse.SUPPRESS,
                        help="judge the fleet a Prometheus server holds instead of this machine")
     check.add_argument("--match", action="append", default=argparse.SUPPRESS,
@@ -106,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export_parser(sub)
 
     report = sub.add_parser("report", help="summarise a recorded session")
-    report.add_argument("file", metavar="FILE.jsonl")
+    report.add_argument(
+        "file", metavar="FILE.jsonl", nargs="+",
+        help="a recording (plain, .gz or .zst), or the parts of one session (names or globs)",
+    )
     report.add_argument("--json", action="store_true", help="print one JSON object")
     report.add_argument(
         "--width", type=int, default=None, help="chart width in columns (default: terminal)"
@@ -142,6 +249,19 @@ def _add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status. Ctrl-C anywhere is 130, quietly."""
+    guard_standard_fds()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except OutputFailed as exc:
+        if exc.message:
+            say("gpusat-tui", exc.message)
+        return exc.status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Options given before the sub-command apply to it too.
@@ -150,6 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             setattr(args, name, default)
     args.tool = dict(args.tool or [])
     args.pid = list(args.pid or [])
+    _check_tool_keys(parser, list(args.tool))
+    if record_mode(args) != "new" and not getattr(args, "record", None):
+        parser.error("--force and --append only apply with --record FILE")
+    if getattr(args, "follow", False) and not getattr(args, "replay", None):
+        parser.error("--follow needs --replay FILE")
     if args.command == "check":
         from gpusat_tui.check import run_check
 

@@ -24,4 +24,6 @@ class ParseError(GpusatError):
 
 
 class RecordingError(GpusatError):
-    """A recording cannot be read at all (no header, newer schema, empty file)."""
+    """A recording cannot be read at all (no header, newer schema, empty file, not a regular
+    file), may not be written (exists without --force/--append, is the replayed file), or a
+    write to it failed (disk full)."""

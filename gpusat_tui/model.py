@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 #: Version of the recording format and of `check --json`. Bump on any incompatible change.
 SCHEMA_VERSION = 1
@@ -56,6 +56,9 @@ VERDICT_KINDS: tuple[VerdictKind, ...] = (
 
 ProcessRole = Literal["trainer", "dataloader_worker"]
 
+#: Timestamps past this (the year 5138) are not times but garbage.
+MAX_UNIX_TIME = 1e11
+
 
 def _finite_or_none(value: float | None) -> float | None:
     """NaN and infinities are as good as missing: a verdict must never see them."""
@@ -63,6 +66,30 @@ def _finite_or_none(value: float | None) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+#: What each card figure can physically be (inclusive), in the units of `CardReading`. Anything
+#: outside is a tool's "no value" marker (65535 W, 4294967295 °C), a misread column or a driver
+#: bug, never a reading: it becomes None (see `CardReading.rejected`). The limits are generous:
+#: 5 kW is above any single accelerator module sold (a GB200 superchip draws ~2.7 kW), 16 TiB of
+#: device memory above any made; -40 °C is the lowest rated ambient, 150 °C above any junction
+#: limit (sensors read up to ~125 °C).
+FIGURE_BOUNDS: dict[str, tuple[float, float]] = {
+    "util_pct": (0.0, 100.0),
+    "mem_pct": (0.0, 100.0),
+    "temp_c": (-40.0, 150.0),
+    "power_w": (0.0, 5000.0),
+    "power_cap_w": (0.0, 5000.0),
+    "mem_used_mib": (0.0, 16.0 * 1024 * 1024),
+    "mem_total_mib": (0.0, 16.0 * 1024 * 1024),
+}
+#: A percentage up to this far over 100 is rounding in the tool (AMD's 101 %, a busy
+#: 100.4 %): it is clamped to 100. Further over, it is no figure.
+PCT_OVERSHOOT = 5.0
+_PCT_FIGURES = frozenset({"util_pct", "mem_pct"})
+_BOUNDS: tuple[tuple[str, float, float], ...] = tuple(
+    (name, low, high) for name, (low, high) in FIGURE_BOUNDS.items()
+)
 
 
 class _Model(BaseModel):
@@ -75,6 +102,10 @@ class CardReading(_Model):
 
     vendor: Vendor
     index: int
+    #: A part of the physical card that a training rank sees as its own device (a MIG instance:
+    #: ``"mig1"``, the MIG device index nvidia-smi shows in its ``MIG Dev`` column). ``None``
+    #: for a whole card. Additive: ids of whole cards are unchanged.
+    instance: str | None = None
     name: str | None = None
     uuid: str | None = None
     bus_id: str | None = None
@@ -95,6 +126,9 @@ class CardReading(_Model):
     #: The machine the card is in, set only by sources that mix machines (the fleet view);
     #: ``None`` on one machine, so single-host ids stay ``vendor:index``.
     host: str | None = None
+    #: Figures refused by `FIGURE_BOUNDS` when this reading was built (field -> value given).
+    #: Not serialised: the recording keeps the tool's raw text instead.
+    _rejected: dict[str, float] | None = PrivateAttr(default=None)
 
     @field_validator(
         "util_pct", "mem_used_mib", "mem_total_mib", "mem_pct", "power_w", "power_cap_w",
@@ -106,19 +140,45 @@ class CardReading(_Model):
         return _finite_or_none(value)
 
     @model_validator(mode="after")
-    def _derive_mem_pct(self) -> CardReading:
+    def _bound_and_derive(self) -> CardReading:
+        figures = self.__dict__
+        rejected: dict[str, float] | None = None
+        for name, low, high in _BOUNDS:
+            value = figures[name]
+            if value is None or low <= value <= high:
+                continue
+            if name in _PCT_FIGURES and high < value <= high + PCT_OVERSHOOT:
+                figures[name] = high
+                continue
+            rejected = rejected or {}
+            rejected[name] = value
+            figures[name] = None
+        used, total = figures["mem_used_mib"], figures["mem_total_mib"]
+        if used is not None and total and used > total * (1 + PCT_OVERSHOOT / 100):
+            rejected = rejected or {}
+            rejected["mem_used_mib"] = used
+            figures["mem_used_mib"] = None
+        if rejected:
+            self._rejected = rejected
         # Some tools print only used/total, others only a percentage: keep both when we can.
         if self.mem_pct is None and self.mem_used_mib is not None and self.mem_total_mib:
             object.__setattr__(self, "mem_pct", 100.0 * self.mem_used_mib / self.mem_total_mib)
         return self
 
     @property
+    def rejected(self) -> dict[str, float]:
+        """Figures the tool gave that cannot be (outside `FIGURE_BOUNDS`), now None."""
+        return dict(self._rejected or {})
+
+    @property
     def id(self) -> str:
         """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``,
-        or ``host/vendor:index`` for a card with a ``host`` (the fleet view)."""
-        if self.host:
-            return f"{self.host}/{self.vendor}:{self.index}"
-        return f"{self.vendor}:{self.index}"
+        ``vendor:index/instance`` for a part of a card (``nvidia:0/mig1``), and ``host/...`` in
+        front for a card with a ``host`` (the fleet view)."""
+        card = f"{self.vendor}:{self.index}"
+        if self.instance is not None:
+            card = f"{card}/{self.instance}"
+        return f"{self.host}/{card}" if self.host else card
 
     @property
     def power_frac(self) -> float | None:
@@ -262,6 +322,15 @@ class Frame(_Model):
     #: Figures measured inside the training processes by the probe (``gpusat-tui run``).
     probes: list[ProbeSample] = Field(default_factory=list)
 
+    @field_validator("t")
+    @classmethod
+    def _real_time(cls, value: float) -> float:
+        # NaN, infinities and 1e308 are no time: such a line is not a frame (and would break
+        # every duration and chart computed from it).
+        if not (math.isfinite(value) and 0.0 <= value < MAX_UNIX_TIME):
+            raise ValueError(f"t must be a Unix time in seconds, got {value!r}")
+        return value
+
     def card(self, card_id: str) -> CardReading | None:
         return next((c for c in self.cards if c.id == card_id), None)
 
@@ -271,7 +340,8 @@ class Verdict(_Model):
 
     kind: VerdictKind = "unknown"
     #: For starving: "input-bound", "io-bound", "host-bound", "light-kernels" (busy reading at
-    #: low power, no host bottleneck) or "unknown"; "straggler" for imbalanced; else None.
+    #: low power, or low SM activity, no host bottleneck) or "unknown"; "straggler" or
+    #: "throttled" (the lagging card's clocks held down) for imbalanced; else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)
@@ -295,3 +365,5 @@ class RecordingHeader(_Model):
     tools: dict[str, str | None] = Field(default_factory=dict)
     interval_s: float | None = None
     started_at: float | None = None
+    #: Part number of a rotated recording (0: the first file; 1 for ``run.0001.jsonl.zst``...).
+    part: int = 0

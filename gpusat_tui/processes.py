@@ -604,6 +604,10 @@ class ProcessMonitor:
             if st.state == psutil.STATUS_ZOMBIE:
                 cpu = None
                 w.last_cpu_s = None
+                self._note(report, f"zombie:{pid}:{w.start}",
+                           f"PID {pid} ({'trainer' if w.role == 'trainer' else 'worker'}) is a "
+                           "zombie: it has exited and its parent has not reaped it; no CPU "
+                           "figure.")
             else:
                 cpu = _pct(st.cpu_s, w.last_cpu_s, now, w.last_t)
                 w.last_cpu_s, w.last_t = st.cpu_s, now

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,7 +51,10 @@ from gpusat_tui.check import (
 )
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
-from gpusat_tui.sources.replay import FrameReader, read_recording
+from gpusat_tui.output import emit, say
+from gpusat_tui.sources.codec import stream_size
+from gpusat_tui.sources.reader import FrameReader, RecordingPaths, last_frame, read_recording
+from gpusat_tui.text import clean, clean_block
 
 __all__ = [
     "EXACT_CARD_POLLS",
@@ -75,6 +79,8 @@ EXPLAIN_LAG_POLLS = 4
 #: Kinds that make a stretch "worst" (idle and unknown are not a training problem).
 BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced")
 JOB_ID = "job"
+#: Chart values (percentages) outside ±this are skipped, not drawn (plotext overflows on 1e308).
+CHART_LIMIT = 1000.0
 
 
 # --- JSON shape: check's, plus verdict_share ---------------------------------------------------
@@ -198,7 +204,9 @@ class _Timeline:
         b = min(self.bins - 1, max(0, int(rel_t / self.span_s * self.bins))) if self.span_s else 0
         row = self.sums[card_id][b]
         for i, value in enumerate((util, power, vram)):
-            if value is not None and math.isfinite(value):
+            # Charted as % (of 100, of the cap): anything far outside is not a figure, and
+            # summing 1e308s would overflow to inf.
+            if value is not None and math.isfinite(value) and -CHART_LIMIT <= value <= CHART_LIMIT:
                 row[2 * i] += value
                 row[2 * i + 1] += 1
 
@@ -273,38 +281,23 @@ def _figures(frame: Frame, t0: float, timeline: _Timeline) -> None:
                      card.mem_pct)
 
 
-def _last_frame(path: Path, data_start: int) -> Frame | None:
-    """The file's last good frame, read from its tail (cheap on any size)."""
-    size = path.stat().st_size
-    span = 256 * 1024
-    with path.open("rb") as fh:
-        while True:
-            start = max(data_start, size - span)
-            fh.seek(start)
-            pieces = fh.read(size - start).split(b"\n")
-            if start > data_start:
-                pieces = pieces[1:]
-            for line in reversed(pieces):
-                if line.strip():
-                    try:
-                        return Frame.model_validate_json(line)
-                    except ValueError:
-                        continue
-            if start <= data_start:
-                return None
-            span *= 4
-
-
-def _count_lines(path: Path, start: int) -> int:
+def _count_lines(fh: IO[bytes], start: int) -> int:
     """Non-empty lines from ``start``: a fast byte count, no parsing."""
     count = 0
     last = b"\n"
-    with path.open("rb") as fh:
-        fh.seek(start)
-        while chunk := fh.read(8 * 1024 * 1024):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
+    fh.seek(start)
+    while chunk := fh.read(8 * 1024 * 1024):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
     return count + (0 if last == b"\n" else 1)
+
+
+def _span(header: RecordingHeader, first: Frame, last: Frame) -> float:
+    """Seconds from the first to the last frame; from their ``seq`` when the clock says less
+    than nothing (it was stepped back during the recording)."""
+    if last.t >= first.t:
+        return last.t - first.t
+    return max(0, last.seq - first.seq) * _interval(header, first, None)
 
 
 def _interval(header: RecordingHeader, first: Frame, second: Frame | None) -> float:
@@ -316,7 +309,7 @@ def _interval(header: RecordingHeader, first: Frame, second: Frame | None) -> fl
 
 
 def analyse(
-    path: str | os.PathLike[str],
+    path: RecordingPaths,
     *,
     window_s: float = 30.0,
     bins: int = 100,
@@ -324,8 +317,8 @@ def analyse(
     max_windows: int = MAX_WINDOWS,
 ) -> SessionReport:
     """Read and judge a recording (see the module docstring for the two ways)."""
-    path = Path(path)
     header, reader = read_recording(path, check_unknown=False)
+    path = reader.path
     with reader:
         data_start = reader.tell()
         first = reader.read_frame()
@@ -333,12 +326,11 @@ def analyse(
             raise RecordingError(f"{path} has a header but no frames: nothing to report")
         first_offset = reader.last_offset
         first_len = max(1, reader.tell() - first_offset)
-        last = _last_frame(path, data_start) or first
-        size = path.stat().st_size
+        last = last_frame(reader.fh, data_start) or first
+        size = stream_size(reader.fh)
         est_polls = max(1, (size - first_offset) // first_len)
         n_cards = max(1, len(first.cards))
-        t0 = first.t
-        span = max(0.0, last.t - t0)
+        span = _span(header, first, last)
         timeline = _Timeline(bins=max(1, bins), span_s=span)
         if est_polls * n_cards <= exact_card_polls:
             # Small file: also note fields this version does not know (newer writer).
@@ -373,8 +365,18 @@ def _analyse_exact(
 
     frame: Frame | None = first
     samples = 0
+    # Where the recorded clock steps back, frames are placed by their poll order instead:
+    # one interval (per seq step, at most GAP_INTERVALS) after the frame before, and every
+    # later frame moves by the same amount. So durations never go negative and the tracker's
+    # time window stays whole.
+    shift = 0.0
     while frame is not None:
         samples += 1
+        if prev is not None and frame.t + shift < prev[0].t:
+            steps = min(max(1, frame.seq - prev[0].seq), int(GAP_INTERVALS))
+            shift = prev[0].t + steps * (interval or 1.0) - frame.t
+        if shift:
+            frame = frame.model_copy(update={"t": frame.t + shift})
         assessment = tracker.push(frame)
         builder.add(frame, assessment)
         _figures(frame, t0, timeline)
@@ -409,9 +411,12 @@ def _analyse_windows(
     cards: dict[str, _Runs] = {}
     job = _Runs()
     t0 = first.t
-    size = path.stat().st_size
     fh = reader.fh
-    span = max(0.0, last.t - t0)
+    size = stream_size(fh)
+    span = _span(header, first, last)
+    interval = _interval(header, first, None)
+    # A window ends after window_s seconds, or after this many polls if the clock went back.
+    max_polls = int(window_s / interval) * 2 + 10
     n_windows = max(1, min(max_windows, math.ceil(span / window_s) if window_s > 0 else 1))
     starts: list[tuple[float, Assessment]] = []
     for k in range(n_windows):
@@ -428,6 +433,8 @@ def _analyse_windows(
             if frame is None or (window and frame.t - window[0].t >= window_s):
                 break
             window.append(frame)
+            if len(window) >= max_polls:
+                break
         if not window:
             continue
         if starts and window[0].t - t0 <= starts[-1][0]:
@@ -439,7 +446,6 @@ def _analyse_windows(
         starts.append((window[0].t - t0 if k else 0.0, assessment))
     if last.t > (starts[-1][0] + t0 if starts else t0):
         builder.add(last)
-    interval = _interval(header, first, None)
     end_of_session = span + interval
     for i, (start, assessment) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else end_of_session
@@ -451,7 +457,7 @@ def _analyse_windows(
         # lines (0.3 s). Bad lines that were read are not samples.
         samples = last.seq - first.seq + 1 - reader.skipped
     else:  # no usable counter (files joined, or an old writer): count the lines
-        samples = _count_lines(path, data_start) - reader.skipped
+        samples = _count_lines(fh, data_start) - reader.skipped
     return SessionReport(
         path=path, header=header, builder=builder,
         judged=f"{len(starts)} sampled windows of {window_s:g} s",
@@ -463,7 +469,7 @@ def _analyse_windows(
 
 
 def _dur(seconds: float) -> str:
-    seconds = round(seconds)
+    seconds = max(0, round(seconds))
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     if h:
@@ -474,7 +480,7 @@ def _dur(seconds: float) -> str:
 
 
 def _clock(seconds: float) -> str:
-    seconds = round(seconds)
+    seconds = max(0, round(seconds))
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
@@ -507,7 +513,12 @@ def _chart(xs: Sequence[float], series: dict[str, list[float | None]], width: in
               "vram": ("VRAM %", "cyan", "v")}
     legend: list[str] = []
     for name, values in series.items():
-        pts = [(x / scale, v) for x, v in zip(xs, values, strict=False) if v is not None]
+        # Clamped to the chart's 0-100 (a card can draw a little over its cap).
+        pts = [
+            (x / scale, min(100.0, max(0.0, v)))
+            for x, v in zip(xs, values, strict=False)
+            if v is not None and math.isfinite(v) and math.isfinite(x / scale)
+        ]
         if not pts:
             continue
         label, colour, mark = styles[name]
@@ -531,52 +542,70 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
     """The human report: header, job shares, then per card shares, figures, chart, stretches."""
     data = report.to_json()
     hdr = report.header
-    tools = ", ".join(f"{t} {v}" if v else t for t, v in hdr.tools.items()) or "no tool named"
-    when = (
-        datetime.fromtimestamp(hdr.started_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
-        if hdr.started_at else "unknown time"
-    )
+    tools = ", ".join(
+        f"{clean(t, 40)} {clean(v, 40)}" if v else clean(t, 40) for t, v in hdr.tools.items()
+    ) or "no tool named"
+    when = _when(hdr.started_at)
     lines = [
-        f"gpusat-tui report: {report.path.name} — {len(data.cards)} card"
+        f"gpusat-tui report: {clean(report.path.name, 120)} — {len(data.cards)} card"
         f"{'s' if len(data.cards) != 1 else ''}, {report.samples} polls over "
         f"{_dur(report.duration_s)}",
-        f"recorded on {hdr.host or 'an unnamed host'} at {when} with {tools}"
-        f" (gpusat-tui {hdr.gpusat_tui_version}, every {hdr.interval_s or '?'} s)",
+        f"recorded on {clean(hdr.host, 80) or 'an unnamed host'} at {when} with {tools}"
+        f" (gpusat-tui {clean(hdr.gpusat_tui_version, 40)}, every {hdr.interval_s or '?'} s)",
         f"judged: {report.judged}",
     ]
-    lines += [f"note: {note}" for note in report.notes]
+    lines += [f"note: {clean(note, 500)}" for note in report.notes]
     lines += ["", f"Job: {_share_line(report.job)}  →  overall: {data.verdict}"]
     if len(data.cards) > 1:  # with one card the job's stretches are the card's
         for stretch in data.job_worst:
             lines += _stretch_lines(stretch)
+    # Every line but the charts' goes through clean_block as well (charts carry colour codes).
+    out = [clean_block("\n".join(lines))]
     for card in data.cards:
         runs = report.cards.get(card.id, _Runs())
-        lines += [
+        part = [
             "",
-            f"── {card.id} {card.name or ''} ".ljust(width, "─"),
+            f"── {clean(card.id, 40)} {clean(card.name or '', 60)} ".ljust(width, "─"),
             f"time in verdict: {_share_line(runs)}",
             f"util % {_stats(card.util_pct)} · power W {_stats(card.power_w)}"
             + (f" of {card.power_cap_w:.0f}" if card.power_cap_w else "")
             + f" · VRAM % {_stats(card.mem_pct)} · temp °C {_stats(card.temp_c)}",
         ]
+        out.append(clean_block("\n".join(part)))
         xs, series = report.timeline.series(card.id)
-        lines.append(_chart(xs, series, width, color, report.timeline.span_s))
+        out.append(_chart(xs, series, width, color, report.timeline.span_s))
+        part = []
         worst = card.worst
         if worst:
-            lines.append("worst stretches:")
+            part.append("worst stretches:")
             for stretch in worst:
-                lines += _stretch_lines(stretch)
+                part += _stretch_lines(stretch)
         else:
-            lines.append("worst stretches: none (never starving, fragmenting or imbalanced)")
+            part.append("worst stretches: none (never starving, fragmenting or imbalanced)")
+        out.append(clean_block("\n".join(part)))
     probed = [p for p in data.processes if p.probe is not None]
     if probed:  # issue 12: what the probe measured inside each trainer
-        lines += ["", "Trainers (measured in the trainer by its probe, means over the session):"]
-        lines += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
-                  for p in probed if p.probe is not None]
+        part = ["", "Trainers (measured in the trainer by its probe, means over the session):"]
+        part += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
+                 for p in probed if p.probe is not None]
+        out.append(clean_block("\n".join(part)))
     if data.errors:
-        lines += ["", "Tool errors:"]
-        lines += [f"  [{e.kind}] {e.message} ({e.count} polls)" for e in data.errors]
-    return "\n".join(lines)
+        part = ["", "Tool errors:"]
+        part += [
+            f"  [{clean(e.kind, 20)}] {clean(e.message, 500)} ({e.count} polls)"
+            for e in data.errors
+        ]
+        out.append(clean_block("\n".join(part)))
+    return "\n".join(out)
+
+
+def _when(started_at: float | None) -> str:
+    if not started_at:
+        return "unknown time"
+    try:
+        return datetime.fromtimestamp(started_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):  # a header from a hostile or broken writer
+        return "an impossible time"
 
 
 def _stats(stats: object) -> str:
@@ -591,23 +620,29 @@ def _stretch_lines(stretch: Stretch) -> list[str]:
     out = [
         f"  {_clock(stretch.start_s)}–{_clock(stretch.end_s)}  {kind}, {_dur(stretch.seconds)}"
     ]
-    out += [f"      why: {why}" for why in stretch.why]
-    out += [f"      try: {advice}" for advice in stretch.advice]
+    out += [f"      why: {clean(why, 500)}" for why in stretch.why]
+    out += [f"      try: {clean(advice, 500)}" for advice in stretch.advice]
     return out
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """Entry point of ``gpusat-tui report``: 0 on success, 1 when the file cannot be reported."""
+    """Entry point of ``gpusat-tui report``: 0 on success, 1 when the file cannot be reported.
+
+    Output that cannot be written raises `OutputFailed` (74 or 141: see `gpusat_tui.output`).
+    """
     try:
         report = analyse(args.file)
     except RecordingError as exc:
-        print(f"gpusat-tui report: {exc}", file=sys.stderr)
+        say("gpusat-tui report", exc)
         return 1
     if args.json:
-        print(report.to_json().model_dump_json())
+        emit(report.to_json().model_dump_json())
         return 0
     width = args.width or shutil.get_terminal_size((100, 24)).columns
-    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    print(render_text(report, width=max(40, width - 1), color=color))
+    try:
+        tty = sys.stdout is not None and sys.stdout.isatty()
+    except (ValueError, OSError):
+        tty = False
+    color = tty and "NO_COLOR" not in os.environ
+    emit(render_text(report, width=min(max(40, width - 1), 1000), color=color))
     return 0
-

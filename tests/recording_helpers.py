@@ -81,7 +81,7 @@ def header(interval: float = 1.0, **kw: object) -> RecordingHeader:
 def write_recording(
     path: Path, frames: Sequence[Frame], hdr: RecordingHeader | None = None
 ) -> Path:
-    with Recorder(path, hdr or header()) as rec:
+    with Recorder(path, hdr or header(), mode="overwrite") as rec:
         for frame in frames:
             rec.write(frame)
     return path

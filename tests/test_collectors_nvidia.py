@@ -1,18 +1,16 @@
-"""NVIDIA collectors: nvidia-smi parsers on every captured sample, NVML with a fake pynvml."""
+"""NVIDIA nvidia-smi parsers on every captured sample (NVML: test_collectors_nvml.py)."""
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType, SimpleNamespace
+import asyncio
 from typing import Any
 
 import pytest
 from hypothesis import given
 
-from gpusat_tui.collectors import nvidia_smi, nvml
+from gpusat_tui.collectors import nvidia_smi
 from gpusat_tui.collectors.base import resolve_process_cards
-from gpusat_tui.errors import ParseError, ToolFailed, ToolMissing
-from gpusat_tui.model import CardReading
+from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,
@@ -26,6 +24,7 @@ from tests.collector_helpers import (
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import nvidia_smi as fake
+from tests.fakes.tool import Step
 
 SAMPLES = samples_dir("nvidia")
 
@@ -86,21 +85,51 @@ def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
     assert r.notes == [GPU1_NOTE]
 
 
+MIG_2G = ("mig0", 2.0, 25.0, 11968.0, 28.0)
+MIG_1G = (12.0, 5952.0, 14.0)
+
+
 @pytest.mark.parametrize(
-    ("name", "version", "power", "mig_devices"),
+    ("name", "version", "power", "instances"),
     [
-        ("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt", "535.183.01", 32.0, 3.0),
-        ("nvidia-smi-A30-MIG-4x1g.6gb-535.274.02.txt", "535.274.02", 78.0, 4.0),
+        ("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt", "535.183.01", 32.0,
+         [MIG_2G, ("mig1", 3.0, *MIG_1G), ("mig2", 4.0, *MIG_1G)]),
+        ("nvidia-smi-A30-MIG-4x1g.6gb-535.274.02.txt", "535.274.02", 78.0,
+         [(f"mig{n}", gi, *MIG_1G) for n, gi in enumerate((3.0, 4.0, 5.0, 6.0))]),
     ],
 )
-def test_table_mig_util_na(name: str, version: str, power: float, mig_devices: float) -> None:
+def test_table_mig_instances_are_cards_whole_gpu_util_na(
+    name: str, version: str, power: float, instances: list[tuple[Any, ...]]
+) -> None:
     r = nvidia_smi.parse_table(sample(name))
     assert r.version == version
-    assert card_figures(r.cards) == [
-        (0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)
-    ]
-    assert r.cards[0].extras == {"mig": "Enabled", "mig_devices": mig_devices}
+    gpu, *migs = r.cards
+    assert card_figures([gpu]) == [(0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)]
+    assert gpu.id == "nvidia:0"
+    assert gpu.extras == {"mig": "Enabled", "mig_devices": float(len(instances))}
+    assert [
+        (c.instance, c.extras["mig_gi"], c.mem_used_mib, c.mem_total_mib, c.extras["sm_count"])
+        for c in migs
+    ] == instances
+    assert [c.id for c in migs] == [f"nvidia:0/{i[0]}" for i in instances]
+    # The whole GPU keeps power and temperature; an instance has only its memory.
+    assert all((c.util_pct, c.power_w, c.temp_c, c.bus_id) == (None, None, None, gpu.bus_id)
+               for c in migs)
     assert r.processes == []
+
+
+def test_table_mig_process_goes_to_its_gpu_instance() -> None:
+    rows = (
+        "|    0    3    0      41234      C   python" + " " * 37 + "1180MiB |\n"
+        "|    0  N/A  N/A      41235      C   python" + " " * 38 + "200MiB |"
+    )
+    text = sample("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt").replace(
+        "|  No running processes found" + " " * 59 + "|", rows
+    )
+    r = nvidia_smi.parse_table(text)
+    assert process_rows(r.processes) == [
+        (41234, "nvidia:0/mig1", "python", 1180.0), (41235, "nvidia:0", "python", 200.0)
+    ]
 
 
 def test_table_59x_new_border_truncated() -> None:
@@ -281,13 +310,21 @@ def test_spec_shape() -> None:
     assert (spec.tool, spec.vendor, spec.group, spec.priority) == (
         "nvidia-smi", "nvidia", "nvidia", 1
     )
-    assert required.args == (
+    base = (
         "--query-gpu=index,name,uuid,pci.bus_id,utilization.gpu,memory.used,memory.total,"
-        "power.draw,power.limit,temperature.gpu",
-        "--format=csv,noheader,nounits",
+        "power.draw,power.limit,temperature.gpu"
     )
-    assert not required.optional and required.fallback is not None
-    assert required.fallback.args == () and required.fallback.parse is nvidia_smi.parse_table
+    chain = [required]
+    while chain[-1].fallback is not None:
+        chain.append(chain[-1].fallback)
+    assert [(q.name, q.args) for q in chain] == [
+        ("query-gpu", (base + ",clocks_event_reasons.active", "--format=csv,noheader,nounits")),
+        ("query-gpu-throttle-reasons",
+         (base + ",clocks_throttle_reasons.active", "--format=csv,noheader,nounits")),
+        ("query-gpu-no-reasons", (base, "--format=csv,noheader,nounits")),
+        ("table", ()),
+    ]
+    assert not any(q.optional for q in chain) and chain[-1].parse is nvidia_smi.parse_table
     assert apps.optional and apps.args == (
         "--query-compute-apps=gpu_bus_id,pid,process_name,used_gpu_memory",
         "--format=csv,noheader,nounits",
@@ -340,204 +377,15 @@ def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
     the latter onto the table's cards and `resolve_process_cards` keeps one of each."""
     (spec,) = nvidia_smi.SPECS
     required, apps = spec.queries
-    assert required.fallback is not None
-    table = required.fallback.parse(fake.render_for_args((), FAKE_CARDS, FAKE_PROCS))
+    while required.fallback is not None:
+        required = required.fallback
+    table = required.parse(fake.render_for_args((), FAKE_CARDS, FAKE_PROCS))
     extra = apps.parse(fake.render_for_args(apps.args, FAKE_CARDS, FAKE_PROCS))
     assert [p.card_id for p in extra.processes] == ["bus:00000000:10:00.0", "bus:00000000:13:00.0"]
     merged = resolve_process_cards(table.cards, [*table.processes, *extra.processes])
     assert process_rows(merged) == [
         (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
     ]
-
-
-# --- NVML with a fake pynvml ---------------------------------------------------------------
-
-
-def fake_pynvml(
-    devices: list[dict[str, Any]], *, init_error: str | None = None
-) -> ModuleType:
-    """A stand-in for the pynvml module: same function names, figures from ``devices``.
-
-    A device dict value that is an exception class is raised by that call (NotSupported...).
-    ``"handle"`` set to an exception class makes nvmlDeviceGetHandleByIndex fail.
-    """
-    mod = ModuleType("pynvml")
-
-    class NVMLError(Exception):
-        pass
-
-    class NVMLError_NotSupported(NVMLError):
-        pass
-
-    class NVMLError_LibraryNotFound(NVMLError):
-        pass
-
-    class NVMLError_GpuIsLost(NVMLError):
-        pass
-
-    mod.NVMLError = NVMLError  # type: ignore[attr-defined]
-    mod.NVMLError_NotSupported = NVMLError_NotSupported  # type: ignore[attr-defined]
-    mod.NVMLError_LibraryNotFound = NVMLError_LibraryNotFound  # type: ignore[attr-defined]
-    mod.NVMLError_GpuIsLost = NVMLError_GpuIsLost  # type: ignore[attr-defined]
-    mod.NVML_TEMPERATURE_GPU = 0  # type: ignore[attr-defined]
-    errors = {"NotSupported": NVMLError_NotSupported, "GpuIsLost": NVMLError_GpuIsLost,
-              "LibraryNotFound": NVMLError_LibraryNotFound}
-
-    def value(handle: int, key: str) -> Any:
-        got = devices[handle][key]
-        if isinstance(got, str) and got in errors:
-            raise errors[got]()
-        return got
-
-    def init() -> None:
-        if init_error is not None:
-            raise errors[init_error]()
-
-    def handle_by_index(index: int) -> int:
-        if devices[index].get("handle") in errors:
-            raise errors[devices[index]["handle"]]()
-        return index
-
-    calls = {
-        "nvmlInit": init,
-        "nvmlDeviceGetCount": lambda: len(devices),
-        "nvmlSystemGetDriverVersion": lambda: "550.54.15",
-        "nvmlDeviceGetHandleByIndex": handle_by_index,
-        "nvmlDeviceGetName": lambda h: value(h, "name"),
-        "nvmlDeviceGetUUID": lambda h: value(h, "uuid"),
-        "nvmlDeviceGetPciInfo": lambda h: value(h, "pci"),
-        "nvmlDeviceGetUtilizationRates": lambda h: value(h, "util"),
-        "nvmlDeviceGetMemoryInfo": lambda h: value(h, "mem"),
-        "nvmlDeviceGetPowerUsage": lambda h: value(h, "power_mw"),
-        "nvmlDeviceGetEnforcedPowerLimit": lambda h: value(h, "cap_mw"),
-        "nvmlDeviceGetTemperature": lambda h, sensor: value(h, "temp"),
-        "nvmlDeviceGetMigMode": lambda h: value(h, "mig"),
-        "nvmlDeviceGetComputeRunningProcesses": lambda h: value(h, "procs"),
-    }
-    for name, fn in calls.items():
-        setattr(mod, name, fn)
-    return mod
-
-
-GIB = 1024**3
-
-
-def h200(**overrides: Any) -> dict[str, Any]:
-    device: dict[str, Any] = {
-        "name": b"NVIDIA H200",
-        "uuid": "GPU-1111",
-        "pci": SimpleNamespace(busId="00000000:18:00.0"),
-        "util": SimpleNamespace(gpu=97, memory=40),
-        "mem": SimpleNamespace(used=120 * GIB, total=141 * GIB),
-        "power_mw": 651_320, "cap_mw": 700_000, "temp": 61, "mig": (0, 0),
-        "procs": [SimpleNamespace(pid=4242, usedGpuMemory=100 * GIB)],
-    }
-    device.update(overrides)
-    return device
-
-
-@pytest.fixture
-def use_nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def install(module: ModuleType) -> None:
-        monkeypatch.setitem(sys.modules, "pynvml", module)
-        nvml.reset()
-
-    yield install
-    nvml.reset()
-
-
-def nvml_figures(card: CardReading) -> Row:
-    return (*card_figures([card])[0], card.uuid, card.bus_id, card.tool)
-
-
-def test_nvml_normal_values(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200()]))
-    r = nvml.read_nvml()
-    assert r.version == "550.54.15"
-    assert [nvml_figures(c) for c in r.cards] == [
-        (0, "NVIDIA H200", 97.0, 122880.0, 144384.0, 651.32, 700.0, 61.0, "GPU-1111",
-         "00000000:18:00.0", "nvml")
-    ]
-    assert process_rows(r.processes) == [(4242, "nvidia:0", None, 102400.0)]
-    assert r.cards[0].extras == {}
-
-
-def test_nvml_not_supported_fields_are_none(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([
-        h200(util="NotSupported", power_mw="NotSupported", cap_mw="NotSupported",
-             temp="NotSupported", mig=(1, 1),
-             procs=[SimpleNamespace(pid=7, usedGpuMemory=None)]),
-    ]))
-    (card,) = nvml.read_nvml().cards
-    assert nvml_figures(card)[:8] == (0, "NVIDIA H200", None, 122880.0, 144384.0, None, None, None)
-    assert card.extras == {"mig": "Enabled"}
-    assert process_rows(nvml.read_nvml().processes) == [(7, "nvidia:0", None, None)]
-
-
-def test_nvml_failing_handle_skips_that_card(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200(), h200(handle="GpuIsLost"), h200(uuid="GPU-3333", temp=70)]))
-    r = nvml.read_nvml()
-    assert [(c.index, c.uuid, c.temp_c) for c in r.cards] == [
-        (0, "GPU-1111", 61.0), (2, "GPU-3333", 70.0)
-    ]
-    assert len(r.notes) == 1 and r.notes[0].startswith("nvml skipped GPU1")
-
-
-def test_nvml_every_handle_failing_is_an_error(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200(handle="GpuIsLost")]))
-    with pytest.raises(ToolFailed, match="GPU0"):
-        nvml.read_nvml()
-
-
-def test_nvml_library_not_found_is_tool_missing(use_nvml: Any) -> None:
-    use_nvml(fake_pynvml([h200()], init_error="LibraryNotFound"))
-    with pytest.raises(ToolMissing, match="NVML library did not load"):
-        nvml.read_nvml()
-
-
-def test_nvml_package_missing_is_tool_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
-    nvml.reset()
-    with pytest.raises(ToolMissing, match="nvidia-ml-py"):
-        nvml.read_nvml()
-    nvml.reset()
-
-
-def test_nvml_real_library_absent_here_is_tool_missing_or_reads() -> None:
-    """On this CI machine (no NVIDIA driver) the real pynvml must give ToolMissing, not crash."""
-    nvml.reset()
-    try:
-        reading = nvml.read_nvml()
-    except ToolMissing as exc:
-        assert "nvml" in str(exc)
-    else:  # a machine with a GPU: real cards with real figures
-        assert reading.cards and all(c.tool == "nvml" for c in reading.cards)
-    finally:
-        nvml.reset()
-
-
-def test_nvml_spec() -> None:
-    (spec,) = nvml.SPECS
-    assert (spec.tool, spec.vendor, spec.group, spec.priority, spec.names) == (
-        "nvml", "nvidia", "nvidia", 0, ()
-    )
-    assert spec.reader is nvml.read_nvml
-
-
-def test_nvml_init_cached(use_nvml: Any) -> None:
-    module = fake_pynvml([h200()])
-    count = {"n": 0}
-    real_init = module.nvmlInit
-
-    def counting_init() -> None:
-        count["n"] += 1
-        real_init()
-
-    module.nvmlInit = counting_init  # type: ignore[attr-defined]
-    use_nvml(module)
-    nvml.read_nvml()
-    nvml.read_nvml()
-    assert count["n"] == 1
 
 
 # --- every sample is tested; no input crashes a parser --------------------------------------
@@ -560,9 +408,162 @@ def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
         parse_or_refuse(parse, "\n".join(lines))
 
 
-def test_nvml_older_binding_without_mig_call_still_reads(use_nvml: Any) -> None:
-    module = fake_pynvml([h200()])
-    del module.nvmlDeviceGetMigMode
-    use_nvml(module)
-    (card,) = nvml.read_nvml().cards
-    assert (card.util_pct, card.power_w, card.extras) == (97.0, 651.32, {})
+# --- clock-event reasons in the csv query, and an old driver refusing them -----------------
+
+
+def test_query_gpu_reads_the_clock_event_mask() -> None:
+    text = (
+        "0, NVIDIA H200, GPU-a, 00000000:18:00.0, 100, 130013, 143771, 698.20, 700.00, 71,"
+        " 0x0000000000000004\n"
+        "1, NVIDIA H200, GPU-b, 00000000:2A:00.0, 97, 130013, 143771, 512.00, 700.00, 88,"
+        " 0x0000000000000060\n"
+        "2, NVIDIA H200, GPU-c, 00000000:3A:00.0, 0, 1, 143771, 80.00, 700.00, 30,"
+        " 0x0000000000000001\n"
+        "3, NVIDIA H200, GPU-d, 00000000:5D:00.0, 0, 1, 143771, 80.00, 700.00, 30, [N/A]\n"
+    )
+    cards = nvidia_smi.parse_query_gpu_event(text).cards
+    assert [c.extras.get("throttle") for c in cards] == [
+        "power-cap", "sw-thermal,hw-thermal", "idle", None
+    ]
+    old = nvidia_smi.parse_query_gpu_throttle(text.replace("0x0000000000000060", "0x8"))
+    assert old.cards[1].extras["throttle"] == "hw-slowdown"
+
+
+def _refusing(field: str | None, card: FakeCard) -> list[Step]:
+    """Steps of an nvidia-smi that refuses csv queries naming ``field`` the way real drivers do."""
+    if field is None:
+        return [Step(cards=(card,))] * 3
+    return [Step(cards=(card,), mode="fail", exit_code=2, only_args=field.split(".")[0],
+                 stderr=f'Field "{field}" is not a valid field to query.')] * 3
+
+
+@pytest.mark.parametrize(
+    ("refused_field", "used", "throttle"),
+    [
+        (None, None, "power-cap"),
+        # A 4xx driver: knows the old name only.
+        ("clocks_event_reasons.active", "query-gpu-throttle-reasons", "power-cap"),
+        # Knows neither (the message names the old field: the no-reasons link is taken).
+        ("clocks_throttle_reasons.active", "query-gpu-no-reasons", None),
+    ],
+)
+def test_old_driver_refusing_the_reason_field_drops_it_and_keeps_the_cards(
+    fake_bin: Any, refused_field: str | None, used: str | None, throttle: str | None,
+) -> None:
+    from gpusat_tui.sources.live import LiveSource
+
+    (spec,) = nvidia_smi.SPECS
+    card = FakeCard(0, name="NVIDIA H200", util_pct=99, power_w=699, power_cap_w=700,
+                    extras={"throttle_mask": 0x4})
+    steps = _refusing(refused_field, card)
+    if refused_field == "clocks_throttle_reasons.active":
+        steps = [Step(cards=(card,), mode="fail", exit_code=2, only_args="reasons.active",
+                      stderr=f'Field "{refused_field}" is not a valid field to query.')] * 3
+    tool = fake_bin.add_for_spec(spec, steps)
+    src = LiveSource(specs=[spec], path=fake_bin.path, process_monitor=None, interval=0.2)
+    src._monitor_loaded = True
+
+    async def run() -> list[Any]:
+        frames = [await src.poll_once() for _ in range(3)]
+        await src.aclose()
+        return frames
+
+    frames = asyncio.run(run())
+    assert all([c.id for c in f.cards] == ["nvidia:0"] for f in frames)
+    assert all(f.cards[0].util_pct == 99.0 and not f.errors for f in frames)
+    assert all(f.cards[0].extras.get("throttle") == throttle for f in frames)
+    notes = [n for f in frames for n in f.notes if "refused query-gpu" in n]
+    if used is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and notes[0].endswith(f"using {used}"), notes
+        # The refused argv is asked once, then never again.
+        assert tool.calls(list(nvidia_smi.QUERY_GPU_EVENT_ARGS)) == 1
+
+
+def test_a_transient_failure_does_not_drop_the_reason_field(fake_bin: Any) -> None:
+    """A failure that does not name the field (driver busy) falls back to the table as before,
+    without trying the csv links meant for old drivers."""
+    from gpusat_tui.sources.live import LiveSource
+
+    (spec,) = nvidia_smi.SPECS
+    card = FakeCard(0, name="NVIDIA H200", util_pct=99)
+    tool = fake_bin.add_for_spec(
+        spec, [Step(cards=(card,), mode="fail", only_args="--query-gpu"), Step(cards=(card,))]
+    )
+    src = LiveSource(specs=[spec], path=fake_bin.path, process_monitor=None, interval=0.2)
+    src._monitor_loaded = True
+
+    async def run() -> Any:
+        frame = await src.poll_once()
+        await src.aclose()
+        return frame
+
+    frame = asyncio.run(run())
+    assert [c.id for c in frame.cards] == ["nvidia:0"]
+    assert tool.calls(list(nvidia_smi.QUERY_GPU_THROTTLE_ARGS)) == 0
+    assert tool.calls(list(nvidia_smi.QUERY_GPU_ARGS)) == 0
+    assert any(n.endswith("using table") for n in frame.notes)
+
+
+# --- newer MIG samples --------------------------------------------------------------------------
+
+
+def test_table_h100_mig_disabled_is_one_card_with_the_old_id() -> None:
+    r = nvidia_smi.parse_table(
+        sample("nvidia-smi-H100-80GB-HBM3-570.195.03-slurm-MIG-Disabled.txt")
+    )
+    assert card_figures(r.cards) == [
+        (0, "NVIDIA H100 80GB HBM3", 0.0, 0.0, 81559.0, 104.0, 700.0, 34.0)
+    ]
+    assert [(c.id, c.instance, c.extras) for c in r.cards] == [
+        ("nvidia:0", None, {"mig": "Disabled"})
+    ]
+
+
+def test_nvml_reads_the_mig_layout_of_the_a100_xml_sample_the_same_way() -> None:
+    """``nvidia-smi -q -x`` of an A100 with two MIG instances (not a format we parse): its
+    figures drive the fake NVML, and the reader gives what that output shows, instance by
+    instance (ids, GI/CI, memory), with the whole-GPU util N/A as nvidia-smi prints it."""
+    import xml.etree.ElementTree as ET
+
+    from gpusat_tui.collectors import nvml
+    from tests.fakes.pynvml import FakeGpu, FakeMig, FakeNvml
+
+    root = ET.fromstring(sample("nvidia-smi-q-x-A100-SXM4-40GB-MIG-2inst-510.47.03.xml.txt"))
+    gpu = root.find("gpu")
+    assert gpu is not None
+
+    def mib(node: ET.Element | None, path: str) -> float:
+        assert node is not None
+        return float((node.findtext(path) or "").split()[0])
+
+    migs = [
+        FakeMig(int(m.findtext("index") or 0), int(m.findtext("gpu_instance_id") or 0),
+                int(m.findtext("compute_instance_id") or 0),
+                mem_used_mib=mib(m, "fb_memory_usage/used"),
+                mem_total_mib=mib(m, "fb_memory_usage/total"))
+        for m in gpu.iter("mig_device")
+    ]
+    fake = FakeNvml([FakeGpu(
+        name=gpu.findtext("product_name") or "", bus_id=gpu.get("id") or "",
+        mem_used_mib=mib(gpu, "fb_memory_usage/used"),
+        mem_total_mib=mib(gpu, "fb_memory_usage/total"),
+        power_w=mib(gpu, "power_readings/power_draw"),
+        cap_w=mib(gpu, "power_readings/enforced_power_limit"),
+        temp_c=int(mib(gpu, "temperature/gpu_temp")), gpm_support="no", mig=migs,
+    )])
+    cards = nvml.NvmlReader(load=fake.module)().cards
+    assert gpu.findtext("utilization/gpu_util") == "N/A"
+    assert [(c.id, c.util_pct, c.mem_used_mib, c.mem_total_mib, c.extras.get("mig_gi"),
+             c.extras.get("mig_ci")) for c in cards] == [
+        ("nvidia:0", None, 38.0, 40960.0, None, None),
+        ("nvidia:0/mig0", None, 19.0, 19968.0, 1.0, 0.0),
+        ("nvidia:0/mig1", None, mib(list(gpu.iter("mig_device"))[1], "fb_memory_usage/used"),
+         19968.0, 2.0, 0.0),
+    ]
+    assert (cards[0].power_w, cards[0].power_cap_w) == (66.92, 400.0)
+    # Every clock-event reason reads "Not Active" in the sample: an empty reason list.
+    reasons = gpu.find("clocks_throttle_reasons")
+    assert reasons is not None and {r.text.strip() for r in reasons if r.text} == {"Not Active"}
+    assert cards[0].extras["throttle"] == ""

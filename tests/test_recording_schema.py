@@ -17,7 +17,7 @@ from gpusat_tui.sources.replay import read_recording
 RECORDING_V1_FIELDS = {
     model.RecordingHeader: {
         "type", "schema_version", "gpusat_tui_version", "host", "tools", "interval_s",
-        "started_at",
+        "started_at", "part",
     },
     model.Frame: {
         "t", "seq", "cards", "card_processes", "processes", "host", "errors", "notes",
@@ -26,7 +26,7 @@ RECORDING_V1_FIELDS = {
     model.CardReading: {
         "vendor", "index", "name", "uuid", "bus_id", "util_pct", "mem_used_mib",
         "mem_total_mib", "mem_pct", "power_w", "power_cap_w", "temp_c", "extras", "tool",
-        "stale_s", "host",
+        "stale_s", "host", "instance",
     },
     model.CardProcess: {"pid", "card_id", "name", "mem_used_mib"},
     model.ProcessSample: {

@@ -128,7 +128,7 @@ def start_check(
     cmd = [
         sys.executable, "-m", "gpusat_tui", "check", "--json",
         "--duration", f"{polls * interval:g}", "--interval", f"{interval:g}",
-        "--record", str(out),
+        "--record", str(out), "--force",
     ]
     return subprocess.Popen(
         cmd, cwd=REPO, env=fakes.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -150,7 +150,7 @@ def overlay_processes(path: Path, scenario: Scenario) -> int:
                 }
             )
         )
-    with Recorder(path, header) as rec:
+    with Recorder(path, header, mode="overwrite") as rec:
         for frame in frames:
             rec.write(frame)
     return len(frames)

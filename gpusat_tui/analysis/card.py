@@ -52,6 +52,34 @@ class CardFigures:
     cap: float | None
     pfrac: Stats | None
     mem_reversals: int
+    #: NVIDIA GPM SM / tensor-pipe activity over the window (None where not given).
+    sm_active: Stats | None = None
+    tensor: Stats | None = None
+    #: Limiting clock-event reason -> fresh readings it was active in, and how many fresh
+    #: readings had the reasons read at all (0: the tool gives none).
+    throttle: dict[str, int] | None = None
+    throttle_n: int = 0
+
+    def throttled(self, th: Thresholds) -> list[str]:
+        """Limiting reasons active in at least ``throttled_frac`` of the readings."""
+        if not self.throttle or not self.throttle_n:
+            return []
+        return [r for r, k in self.throttle.items() if k >= th.throttled_frac * self.throttle_n]
+
+    def throttle_line(self, th: Thresholds) -> str | None:
+        reasons = self.throttled(th)
+        if not reasons:
+            return None
+        counts = ", ".join(f"{r} in {self.throttle[r]}" for r in reasons)  # type: ignore[index]
+        return f"clocks held down ({counts} of {self.throttle_n} polls; clock-event reasons)"
+
+    def gpm_line(self) -> str | None:
+        if self.sm_active is None:
+            return None
+        line = f"SM activity (GPM) median {pct(self.sm_active.median)}"
+        if self.tensor is not None:
+            line += f", tensor-pipe activity {pct(self.tensor.median)}"
+        return line
 
     def util_line(self, th: Thresholds) -> str:
         u = self.util
@@ -124,6 +152,18 @@ def unknown_verdict(why: list[str], advice: list[str]) -> Verdict:
     return Verdict.model_construct(kind="unknown", why=why, advice=advice, confidence=0.0)
 
 
+def _throttle_counts(fresh: Sequence[CardFacts]) -> tuple[dict[str, int] | None, int]:
+    counts: dict[str, int] = {}
+    n = 0
+    for c in fresh:
+        if c.throttle is None:
+            continue
+        n += 1
+        for reason in c.throttle:
+            counts[reason] = counts.get(reason, 0) + 1
+    return (counts if n else None), n
+
+
 def _readings(
     facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
 ) -> tuple[list[CardFacts], list[CardFacts], str, Thresholds]:
@@ -162,6 +202,7 @@ def light_figures(
         pfrac=clean_stats(c.pfrac for c in fresh),
         mem_reversals=0,
     )
+    figs.throttle, figs.throttle_n = _throttle_counts(fresh)
     return figs, th
 
 
@@ -237,6 +278,13 @@ def judge_card(
         pfrac=clean_stats(pfracs),
         mem_reversals=clean_reversals(mem_pcts, 0.5),
     )
+    if any(c.sm_active is not None for c in fresh):
+        sm = clean_stats(c.sm_active for c in fresh)
+        # GPM figures need two samples: judged on them only with enough of them.
+        if sm is not None and sm.n >= th.min_samples:
+            figs.sm_active = sm
+            figs.tensor = clean_stats(c.tensor_active for c in fresh)
+    figs.throttle, figs.throttle_n = _throttle_counts(fresh)
     meas = measured(card_id) if measured is not None else None
     return decide(figs, th, lambda: evidence(card_id), meas), figs
 
@@ -350,7 +398,25 @@ def _decide(
         "The card is the bottleneck: gains now come from the model side (AMP/bf16, "
         "torch.compile, fused optimizers, a larger batch if memory allows)"
     ]
-    if busy:
+    # NVIDIA GPM: the share of SMs busy decides where the card gives it (GPU-Util only says
+    # a kernel was resident). Throttling is quoted whatever the verdict.
+    sm = f.sm_active.median if f.sm_active is not None else None
+    gpm_line = f.gpm_line()
+    throttle_line = f.throttle_line(th) or ""
+    if busy and sm is not None:
+        if sm >= th.sm_active_busy_pct:
+            why = [
+                util_line,
+                f"{gpm_line}: at or above the {pct(th.sm_active_busy_pct)} of SMs busy that "
+                "saturation needs",
+                power_line, vram_note or "", throttle_line,
+            ]
+            conf = 0.95 if pfrac is None or pfrac >= th.low_power_frac else 0.8
+            return make_verdict("saturated", None, why, saturated_advice, conf, f.n)
+        # Busy by the duty cycle, not by the SMs: starving (step 4), light kernels unless the
+        # host evidence says otherwise.
+        light = True
+    elif busy:
         if pfrac is None:
             why = [
                 util_line,
@@ -358,11 +424,12 @@ def _decide(
                 "may overstate the work done",
                 vram_note or "",
             ]
+            why.append(throttle_line)
             return make_verdict("saturated", None, why, saturated_advice, 0.55, f.n)
         if pfrac >= th.saturated_power_frac:
             return make_verdict(
-                "saturated", None, [util_line, power_line, vram_note or ""], saturated_advice,
-                0.9, f.n,
+                "saturated", None, [util_line, power_line, vram_note or "", throttle_line],
+                saturated_advice, 0.9, f.n,
             )
         if pfrac >= th.low_power_frac:
             why = [
@@ -376,12 +443,14 @@ def _decide(
                 "Busy but not drawing full power: more work per kernel (larger batch, "
                 "AMP/bf16, torch.compile, fused ops) can still speed it up"
             ]
+            why.append(throttle_line)
             return make_verdict("saturated", None, why, advice, 0.5, f.n)
         light = u.span < th.swing_util_pct
     elif (
         pfrac is not None
         and pfrac >= th.saturated_power_frac
         and u.median >= th.busy_util_pct - th.swing_util_pct
+        and (sm is None or sm >= th.sm_active_busy_pct)
     ):
         why = [
             util_line,
@@ -389,11 +458,24 @@ def _decide(
             "the card is working hard",
             vram_note or "",
         ]
+        why.append(throttle_line)
         return make_verdict("saturated", None, why, saturated_advice, 0.6, f.n)
 
     # 4. starving
     why = [util_line]
-    if busy:
+    if busy and sm is not None:
+        verdict_on_sm = (
+            "likely ineffective use"
+            if sm < th.sm_active_low_pct
+            else f"below the {pct(th.sm_active_busy_pct)} saturation needs"
+        )
+        why.append(
+            f"{f.label} reads {pct(u.median)} but {gpm_line}: {verdict_on_sm}. A kernel is "
+            "resident most of the time while few SMs work: small kernels, or in a multi-card "
+            "job a rank waiting in a collective (GPU-Util counts a spinning all-reduce)"
+        )
+        why.append(power_line)
+    elif busy:
         why.append(
             f"{f.label} reads {pct(u.median)} while power is only {pct(100 * (pfrac or 0.0))} of "
             f"the {f.cap or 0:.0f} W cap: {f.label} is {util_nature(f.vendor)}, so this is "
@@ -406,5 +488,7 @@ def _decide(
         why.append(f"holds only {pct(f.mem_pct.median)} of its VRAM")
     elif vram_line:
         why.append(vram_line)
+    if gpm_line and not busy:
+        why.append(gpm_line)
     cause, cwhy, cadvice, conf = starving_cause(evidence(), th, light=light, label=f.label)
-    return make_verdict("starving", cause, why + cwhy, cadvice, conf, f.n)
+    return make_verdict("starving", cause, why + cwhy + [throttle_line], cadvice, conf, f.n)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
+from gpusat_tui.collectors.nvidia_throttle import LIMITING, split_reasons
 from gpusat_tui.model import Frame, ProcessSample
 
 __all__ = [
@@ -75,12 +76,34 @@ class CardFacts:
     power: float | None
     cap: float | None
     pfrac: float | None
+    #: NVIDIA GPM (extras ``sm_active_pct``, ``tensor_active_pct``), None where not given.
+    sm_active: float | None = None
+    tensor_active: float | None = None
+    #: Limiting clock-event reasons of this reading (extras ``throttle``); None: not read.
+    throttle: tuple[str, ...] | None = None
+
+
+def _extras_facts(card: object) -> tuple[float | None, float | None, tuple[str, ...] | None]:
+    extras = getattr(card, "extras", None)
+    if not isinstance(extras, dict) or not extras:
+        return None, None, None
+    reasons = extras.get("throttle")
+    throttle = (
+        tuple(r for r in split_reasons(reasons) if r in LIMITING)
+        if isinstance(reasons, str) else None
+    )
+    return (
+        pct_or_none(extras.get("sm_active_pct")),
+        pct_or_none(extras.get("tensor_active_pct")),
+        throttle,
+    )
 
 
 def card_facts(card: object) -> CardFacts:
     stale = getattr(card, "stale_s", None)
     power = num(getattr(card, "power_w", None))
     cap = num(getattr(card, "power_cap_w", None))
+    sm_active, tensor_active, throttle = _extras_facts(card)
     return CardFacts(
         card=card,
         fresh=stale is None,
@@ -92,6 +115,9 @@ def card_facts(card: object) -> CardFacts:
         power=power,
         cap=cap,
         pfrac=num(power / cap) if power is not None and cap else None,
+        sm_active=sm_active,
+        tensor_active=tensor_active,
+        throttle=throttle,
     )
 
 

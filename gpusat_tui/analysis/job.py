@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusat_tui.analysis.card import CardFigures, unknown_verdict
 from gpusat_tui.analysis.evidence import ProcessTie
@@ -33,13 +33,18 @@ class Lag:
     centers: dict[str, float]
     other_med: float
     basis: str
+    #: Lagging card -> its limiting clock-event reasons, where the others show none of them.
+    throttled: dict[str, list[str]] = field(default_factory=dict)
 
     def line(self, card_id: str) -> str:
         """The line added to a lagging card's ``why``."""
-        return (
+        line = (
             f"lags the job: {pct(self.centers[card_id])} vs {pct(self.other_med)} "
             f"on {', '.join(self.others)}"
         )
+        if self.throttled.get(card_id):
+            line += f"; its clocks are held down ({', '.join(self.throttled[card_id])})"
+        return line
 
 
 def lagging(
@@ -64,7 +69,14 @@ def lagging(
             continue
         others = [c for c in group if c not in laggards]
         other_med = statistics.median(centers[c] for c in others)
-        return Lag(group, laggards, others, centers, other_med, basis)
+        # A laggard held down by a limit the leading cards are not under: that is the cause.
+        leading = {r for c in others for r in figures[c].throttled(thresholds)}
+        throttled = {
+            c: reasons
+            for c in laggards
+            if (reasons := [r for r in figures[c].throttled(thresholds) if r not in leading])
+        }
+        return Lag(group, laggards, others, centers, other_med, basis, throttled)
     return None
 
 
@@ -110,7 +122,20 @@ def judge_job(
             why.append(
                 "power: " + ", ".join(f"{c} {pct(100 * pf[c])} of cap" for c in group)
             )
-        advice = [
+        cause = "straggler"
+        advice: list[str] = []
+        if lag.throttled:
+            cause = "throttled"
+            for c in lag.throttled:
+                line = figures[c].throttle_line(thresholds.for_vendor(figures[c].vendor))
+                why.insert(1, f"{c}: {line}, the others not: the lag is its clocks")
+            advice.append(
+                "The lagging card is throttled: check its cooling and airflow (thermal), its "
+                "power limit (nvidia-smi -q -d PERFORMANCE,POWER) and the board's power "
+                "supply (hardware slowdown / power brake); sync boost ties its clocks to "
+                "the slowest card of the group"
+            )
+        advice += [
             "Look at what differs on the lagging rank: its DataLoader workers, its data "
             "shard (equal sample counts but unequal sample sizes; bucket by length)",
             "Check the lagging card for throttling (clocks, temperature, power cap) in the "
@@ -125,7 +150,7 @@ def judge_job(
             v = updated[c]
             updated[c] = v.model_copy(update={"why": [*v.why, lag.line(c)]})
         job = Verdict(
-            kind="imbalanced", cause="straggler", why=why, advice=advice,
+            kind="imbalanced", cause=cause, why=why, advice=advice,
             confidence=round(max(0.3, min(0.9, conf)), 2),
         )
         return job, updated

@@ -81,6 +81,15 @@ class Thresholds:
     frag_inactive_split_frac: float = 0.10
     #: A probe publication older than this is not evidence (the process stopped publishing).
     probe_max_age_s: float = 5.0
+    #: NVIDIA GPM SM activity (share of SMs busy; NVIDIA's profiling guidance): at or above
+    #: this is necessary for ``saturated`` where the card gives it; below
+    #: ``sm_active_low_pct`` the work is likely ineffective (small kernels, or a rank waiting
+    #: in a collective) whatever GPU-Util says.
+    sm_active_busy_pct: float = 80.0
+    sm_active_low_pct: float = 50.0
+    #: A card is "throttled" when a limiting clock-event reason (power cap, thermal, hardware
+    #: slowdown, sync boost) is active in at least this share of its fresh readings.
+    throttled_frac: float = 0.5
     #: Per-vendor replacements of the fields above, where the vendor's figures mean something
     #: else (see `_default_vendor_overrides`).
     vendor_overrides: Mapping[str, Mapping[str, float]] = field(

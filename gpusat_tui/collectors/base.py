@@ -18,7 +18,8 @@ from pathlib import Path
 
 from gpusat_tui.collectors.records import Framer, LineRecords
 from gpusat_tui.errors import ParseError
-from gpusat_tui.model import CardProcess, CardReading, Vendor
+from gpusat_tui.model import FIGURE_BOUNDS, CardProcess, CardReading, Vendor
+from gpusat_tui.text import strip_escapes
 
 __all__ = [
     "NA_TOKENS",
@@ -33,6 +34,7 @@ __all__ = [
     "num",
     "resolve_process_cards",
     "strip_ansi",
+    "vet_reading",
 ]
 
 
@@ -46,6 +48,9 @@ class ToolReading:
     #: Plain-language remarks about this output (a card the tool could not read, say), for
     #: the Frame's ``notes``. Additive: parsers that have nothing to say leave it empty.
     notes: list[str] = field(default_factory=list)
+    #: The tool's text, set only when this output had something wrong with it (impossible
+    #: figures, a card listed twice, no card at all) so the poll's Frame keeps it in ``raw``.
+    raw: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,11 @@ class Query:
     #: For a required query: what to run instead when this one is refused (an older tool
     #: without ``--query-gpu``, say). Once used, the fallback stays for the session.
     fallback: Query | None = None
+    #: As a fallback: tried only when the refused query's output contains this text (the
+    #: refusal names what it did not know: nvidia-smi's ``Field "clocks_event_reasons.active"
+    #: is not a valid field to query``). Otherwise the chain goes on past it, so a transient
+    #: failure does not drop a field for the session. None: always tried.
+    only_after: str | None = None
     #: Run once per card, with ``{index}`` in ``args`` replaced by each card's index from the
     #: required queries (``npu-smi info -t usages -i {index}``). Only for optional queries.
     #: Other ``{name}`` placeholders are filled from the card's ``extras`` (see `card_args`):
@@ -137,6 +147,10 @@ class ToolSpec:
     #: In-process reader (NVML) used instead of running ``queries``: called in a worker
     #: thread, raises ToolMissing when its library is absent so the group falls back.
     reader: Callable[[], ToolReading] | None = None
+    #: Makes a fresh in-process reader for one live source, given its ``enrich_every`` (a
+    #: reader that keeps state between polls: NVML's static fields, GPM samples, the last
+    #: process list). When set, the live source uses it instead of ``reader``.
+    new_reader: Callable[[int], Callable[[], ToolReading]] | None = None
     #: A streaming mode (`Stream`): the only way to read tools that have no one-shot view
     #: (tegrastats, neuron-monitor); for others it replaces the required queries while the
     #: optional ones (process lists) are still called every few polls.
@@ -214,6 +228,58 @@ def card_args(args: Sequence[str], card: CardReading) -> tuple[str, ...]:
     return tuple(arg.format_map(values) if "{" in arg else arg for arg in args)
 
 
+def vet_reading(
+    reading: ToolReading, tool: str, *, expect_cards: bool, said: set[str] | None = None
+) -> bool:
+    """Check what a parser made of one output, in place; True when its raw text should be kept.
+
+    * figures outside `model.FIGURE_BOUNDS` were already made None by `CardReading`; each
+      (tool, figure, card) gets one note;
+    * a card index listed twice in one output: the first row is kept, the later ones dropped
+      (mixing two rows' figures into one card would make statistics of neither), one note;
+    * an output that should list cards (``expect_cards``: a required query) but lists none
+      (a tool printing only its table header): one note.
+
+    ``said`` holds the keys of notes already given this session, so each is said once.
+    """
+    said = said if said is not None else set()
+    keep = False
+
+    def note(key: str, text: str) -> None:
+        if key not in said:
+            said.add(key)
+            reading.notes.append(text)
+
+    kept: list[CardReading] = []
+    seen: set[int] = set()
+    for card in reading.cards:
+        if card.index in seen:
+            keep = True
+            note(f"duplicate:{tool}:{card.index}",
+                 f"{tool} listed card {card.id} more than once in one output: the first row "
+                 "is kept, the others dropped")
+            continue
+        seen.add(card.index)
+        kept.append(card)
+        for name, value in card.rejected.items():
+            keep = True
+            low, high = FIGURE_BOUNDS.get(name, (None, None))
+            possible = f"{low:g} to {high:g}" if low is not None and high is not None else (
+                "at most the card's total memory")
+            if name == "mem_used_mib" and high is not None and 0 <= value <= high:
+                possible = "at most the card's total memory"
+            note(f"bounds:{tool}:{card.id}:{name}",
+                 f"{tool} gave {name} = {value:g} for {card.id}, which cannot be (possible: "
+                 f"{possible}): treated as missing; the tool's output is kept in the poll's raw")
+    reading.cards = kept
+    if expect_cards and not kept:
+        keep = True
+        note(f"no-cards:{tool}",
+             f"{tool} answered but listed no card (only a header, or no device visible): "
+             "nothing to show from it")
+    return keep
+
+
 # --- small parsing helpers every parser uses -------------------------------------------------
 
 #: Tokens tools print for "no figure". Compared case-insensitively after stripping brackets.
@@ -225,13 +291,13 @@ NA_TOKENS = frozenset(
     }
 )
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _NUM_RE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
 def strip_ansi(text: str) -> str:
-    """Remove terminal escape sequences some tools print even into a pipe."""
-    return _ANSI_RE.sub("", text)
+    """Remove terminal escape sequences some tools print even into a pipe (the one pattern,
+    `gpusat_tui.text.ESCAPE_RE`, that also cleans what is shown)."""
+    return strip_escapes(text)
 
 
 def num(token: str | None) -> float | None:
@@ -290,16 +356,17 @@ def resolve_process_cards(
 
 
 def merge_cards(base: Iterable[CardReading], extra: Iterable[CardReading]) -> list[CardReading]:
-    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by index.
+    """Fill gaps in ``base`` cards with figures from an enrichment query, matched by card id.
 
     The default view wins where both have a figure; extras are merged. Cards only the
     enrichment knows are not added: the default view is the source of truth for which cards
     exist.
     """
-    by_index = {c.index: c for c in extra}
+    # By id, not index: the parts of one card (MIG instances) share its index.
+    by_id = {c.id: c for c in extra}
     merged: list[CardReading] = []
     for card in base:
-        other = by_index.get(card.index)
+        other = by_id.get(card.id)
         if other is None:
             merged.append(card)
             continue

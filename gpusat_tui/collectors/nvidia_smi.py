@@ -1,12 +1,16 @@
 """NVIDIA through the ``nvidia-smi`` executable, for machines where NVML does not load in-process.
 
 Required query: ``--query-gpu=... --format=csv,noheader,nounits`` (machine-readable and stable
-since the 3xx drivers). Its fallback is the plain ``nvidia-smi`` table, the view that exists on
-every version: when the csv query is refused the live source parses the table for the rest of
-the session. Processes come from ``--query-compute-apps``, which names cards by PCI bus id (or
-UUID), not by index: `parse_compute_apps` returns ``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"``
-for a UUID-keyed output) and the live source maps it with `base.resolve_process_cards` against
-the bus ids that both the csv query and the table give. The table lists processes itself too;
+since the 3xx drivers), with the clock-event reason mask (``extras["throttle"]``). Its fallback
+chain: the same with the reasons' pre-535 name, then without reasons, then the plain
+``nvidia-smi`` table, the view that exists on every version; the first that answers is used for
+the rest of the session. The table also lists MIG instances, each a card (``nvidia:0/mig1``);
+the csv query has no per-instance rows, so on the csv path a MIG GPU is one card (not done:
+reading the table every few polls for them). Processes come from ``--query-compute-apps``,
+which names cards by PCI bus id (or UUID), not by index: `parse_compute_apps` returns
+``card_id="bus:<BUS-ID>"`` (``"uuid:<UUID>"`` for a UUID-keyed output) and the live source
+maps it with `base.resolve_process_cards` against the bus ids that both the csv query and the
+table give. The table lists processes itself too;
 `resolve_process_cards` keeps one entry per (pid, card).
 """
 
@@ -16,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import NA_TOKENS, ParseError, Query, ToolReading, ToolSpec, num
+from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "nvidia-smi"
@@ -31,9 +36,24 @@ QUERY_APPS_FIELDS: tuple[str, ...] = (
     "gpu_bus_id", "pid", "process_name", "used_gpu_memory",
 )
 
-QUERY_GPU_ARGS: tuple[str, ...] = (
-    "--query-gpu=" + ",".join(QUERY_GPU_FIELDS), "--format=csv,noheader,nounits",
-)
+#: The clock-event ("throttle") reason mask, by its name since the 535 drivers and by its old
+#: name before. A driver that knows neither refuses the whole query: the live source then
+#: walks the fallback chain (event name -> old name -> neither -> the table), so the field is
+#: dropped for the session and the cards are kept.
+EVENT_REASONS_FIELD = "clocks_event_reasons.active"
+THROTTLE_REASONS_FIELD = "clocks_throttle_reasons.active"
+QUERY_GPU_EVENT_FIELDS: tuple[str, ...] = (*QUERY_GPU_FIELDS, EVENT_REASONS_FIELD)
+QUERY_GPU_THROTTLE_FIELDS: tuple[str, ...] = (*QUERY_GPU_FIELDS, THROTTLE_REASONS_FIELD)
+
+
+def _query_gpu_args(fields: Sequence[str]) -> tuple[str, ...]:
+    return ("--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
+
+
+#: The query without reasons (the last csv link of the chain).
+QUERY_GPU_ARGS: tuple[str, ...] = _query_gpu_args(QUERY_GPU_FIELDS)
+QUERY_GPU_EVENT_ARGS: tuple[str, ...] = _query_gpu_args(QUERY_GPU_EVENT_FIELDS)
+QUERY_GPU_THROTTLE_ARGS: tuple[str, ...] = _query_gpu_args(QUERY_GPU_THROTTLE_FIELDS)
 QUERY_APPS_ARGS: tuple[str, ...] = (
     "--query-compute-apps=" + ",".join(QUERY_APPS_FIELDS), "--format=csv,noheader,nounits",
 )
@@ -47,7 +67,8 @@ _ALIASES = {
     "utilization.gpu": "utilization.gpu",
 }
 _KNOWN_HEADER = {
-    *QUERY_GPU_FIELDS, *QUERY_APPS_FIELDS, "timestamp", "gpu_name", "used_memory", "gpu_uuid",
+    *QUERY_GPU_FIELDS, *QUERY_APPS_FIELDS, EVENT_REASONS_FIELD, THROTTLE_REASONS_FIELD,
+    "timestamp", "gpu_name", "used_memory", "gpu_uuid",
     "utilization.memory", "fan.speed", "pstate", "power.default_limit",
 }
 _UNIT_RE = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -126,6 +147,11 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_GPU_FIELDS) -> Tool
     cards: list[CardReading] = []
     for position, row in enumerate(rows):
         index = num(row.get("index"))
+        extras: dict[str, float | str | None] = {}
+        for reasons_field in (EVENT_REASONS_FIELD, THROTTLE_REASONS_FIELD):
+            mask = parse_mask(row.get(reasons_field))
+            if mask is not None:
+                extras["throttle"] = reason_names(mask)
         cards.append(
             CardReading(
                 vendor="nvidia",
@@ -139,10 +165,21 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_GPU_FIELDS) -> Tool
                 power_w=num(row.get("power.draw")),
                 power_cap_w=num(row.get("power.limit")),
                 temp_c=num(row.get("temperature.gpu")),
+                extras=extras,
                 tool=TOOL,
             )
         )
     return ToolReading(cards=cards, notes=_skipped_notes(text))
+
+
+def parse_query_gpu_event(text: str) -> ToolReading:
+    """``--query-gpu`` with the clock-event reason mask (535+ drivers)."""
+    return parse_query_gpu(text, QUERY_GPU_EVENT_FIELDS)
+
+
+def parse_query_gpu_throttle(text: str) -> ToolReading:
+    """``--query-gpu`` with the reason mask by its pre-535 name."""
+    return parse_query_gpu(text, QUERY_GPU_THROTTLE_FIELDS)
 
 
 def parse_compute_apps(text: str, fields: Sequence[str] = QUERY_APPS_FIELDS) -> ToolReading:
@@ -220,7 +257,10 @@ def parse_table(text: str) -> ToolReading:
     version_match = _VERSION_RE.search(text)
     cards: list[CardReading] = []
     processes: list[CardProcess] = []
-    mig_devices: dict[int, int] = {}
+    #: (gpu, gi, ci, mig dev, memory cell, SM cell) of each row of the "MIG devices" box.
+    mig_rows: list[tuple[int, int, int, int, str, str]] = []
+    #: The GI column of each process row (None: not a MIG process, or an older layout).
+    process_gis: list[int | None] = []
     i = 0
     while i < len(lines):
         cells = _cells(lines[i])
@@ -228,12 +268,13 @@ def parse_table(text: str) -> ToolReading:
         bus = _BUS_RE.search(cells[1]) if cells and len(cells) == 3 else None
         if cells is None or head is None or bus is None:
             if cells and len(cells) == 4 and (mig := _MIG_ROW_RE.match(cells[0])):
-                gpu = int(mig.group(1))
-                mig_devices[gpu] = mig_devices.get(gpu, 0) + 1
+                gpu, gi, ci, dev = (int(g) for g in mig.groups())
+                mig_rows.append((gpu, gi, ci, dev, cells[1], cells[2]))
             elif cells and len(cells) == 1:
-                proc = _parse_process_row(cells[0])
-                if proc is not None:
-                    processes.append(proc)
+                row = _parse_process_row(cells[0])
+                if row is not None:
+                    processes.append(row[0])
+                    process_gis.append(row[1])
             i += 1
             continue
         second = _cells(lines[i + 1]) if i + 1 < len(lines) else None
@@ -244,16 +285,62 @@ def parse_table(text: str) -> ToolReading:
         if "no devices were found" in text.lower():
             return ToolReading(notes=["nvidia-smi: No devices were found"])
         raise ParseError("nvidia-smi table: no GPU rows found")
-    for n, card in enumerate(cards):
-        if card.index in mig_devices:
-            extras = {**card.extras, "mig_devices": float(mig_devices[card.index])}
-            cards[n] = card.model_copy(update={"extras": extras})
+    cards, processes = _with_mig_instances(cards, processes, process_gis, mig_rows)
     return ToolReading(
         cards=cards,
         processes=processes,
         version=version_match.group(1) if version_match else None,
         notes=_skipped_notes(text),
     )
+
+
+def _with_mig_instances(
+    cards: list[CardReading],
+    processes: list[CardProcess],
+    process_gis: list[int | None],
+    mig_rows: list[tuple[int, int, int, int, str, str]],
+) -> tuple[list[CardReading], list[CardProcess]]:
+    """Each row of the "MIG devices" box is a card of its own (``nvidia:0/mig1``), right after
+    its GPU, with its own memory; the GPU keeps power and temperature. Processes that name a
+    GPU instance (the GI column) move to that instance's card, as NVML's reader does."""
+    if not mig_rows:
+        return cards, processes
+    by_index = {c.index: c for c in cards}
+    counts: dict[int, int] = {}
+    instances: dict[int, list[CardReading]] = {}
+    instance_of: dict[tuple[int, int], str] = {}
+    for gpu, gi, ci, dev, mem_cell, sm_cell in mig_rows:
+        counts[gpu] = counts.get(gpu, 0) + 1
+        parent = by_index.get(gpu)
+        used = total = None
+        if m := _MEM_CELL_RE.match(mem_cell):
+            used, total = num(m.group(1)), num(m.group(2))
+        sm_tokens = sm_cell.split()
+        extras: dict[str, float | str | None] = {"mig_gi": float(gi), "mig_ci": float(ci)}
+        if sm_tokens and (sm := num(sm_tokens[0])) is not None:
+            extras["sm_count"] = sm
+        card = CardReading(
+            vendor="nvidia", index=gpu, instance=f"mig{dev}",
+            name=f"{parent.name} MIG" if parent is not None and parent.name else None,
+            bus_id=parent.bus_id if parent is not None else None,
+            mem_used_mib=used, mem_total_mib=total, extras=extras, tool=TOOL,
+        )
+        instances.setdefault(gpu, []).append(card)
+        instance_of.setdefault((gpu, gi), card.id)
+    merged: list[CardReading] = []
+    for card in cards:
+        if card.index in counts:
+            extras = {**card.extras, "mig_devices": float(counts[card.index])}
+            card = card.model_copy(update={"extras": extras})
+        merged.append(card)
+        merged.extend(instances.pop(card.index, []))
+    moved: list[CardProcess] = []
+    for proc, gi in zip(processes, process_gis, strict=True):
+        key = (int(proc.card_id.partition(":")[2]), gi) if gi is not None else None
+        if key in instance_of:
+            proc = proc.model_copy(update={"card_id": instance_of[key]})
+        moved.append(proc)
+    return merged, moved
 
 
 def _table_card(
@@ -289,17 +376,21 @@ def _table_card(
     )
 
 
-def _parse_process_row(cell: str) -> CardProcess | None:
+def _parse_process_row(cell: str) -> tuple[CardProcess, int | None] | None:
+    """A process row -> (process on its GPU, its GI column as a number or None)."""
+    gi: int | None = None
     if m := _PROC_RE.match(cell):
         gpu, pid, name, mem = m.group(1), m.group(4), m.group(6), m.group(7)
+        gi = int(m.group(2)) if m.group(2).isdigit() else None
     elif m := _OLD_PROC_RE.match(cell):
         gpu, pid, name, mem = m.group(1), m.group(2), m.group(4), m.group(5)
     else:
         return None
-    return CardProcess(
+    proc = CardProcess(
         pid=int(pid), card_id=f"nvidia:{int(gpu)}", name=name.strip() or None,
         mem_used_mib=num(mem),
     )
+    return proc, gi
 
 
 SPECS: tuple[ToolSpec, ...] = (
@@ -314,9 +405,21 @@ SPECS: tuple[ToolSpec, ...] = (
         queries=(
             Query(
                 name="query-gpu",
-                args=QUERY_GPU_ARGS,
-                parse=parse_query_gpu,
-                fallback=Query(name="table", args=(), parse=parse_table),
+                args=QUERY_GPU_EVENT_ARGS,
+                parse=parse_query_gpu_event,
+                fallback=Query(
+                    name="query-gpu-throttle-reasons",
+                    args=QUERY_GPU_THROTTLE_ARGS,
+                    parse=parse_query_gpu_throttle,
+                    only_after=EVENT_REASONS_FIELD,
+                    fallback=Query(
+                        name="query-gpu-no-reasons",
+                        args=QUERY_GPU_ARGS,
+                        parse=parse_query_gpu,
+                        only_after="reasons.active",
+                        fallback=Query(name="table", args=(), parse=parse_table),
+                    ),
+                ),
             ),
             Query(
                 name="compute-apps", args=QUERY_APPS_ARGS, parse=parse_compute_apps,

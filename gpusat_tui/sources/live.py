@@ -50,6 +50,7 @@ from gpusat_tui.collectors.base import (
     find_executable,
     merge_cards,
     resolve_process_cards,
+    vet_reading,
 )
 from gpusat_tui.errors import GpusatError, ParseError, ToolMissing
 from gpusat_tui.model import (
@@ -138,8 +139,11 @@ class _ToolState:
     required: list[Query]
     optional: list[Query]
     answered: bool = False
-    #: index -> (last good reading, clock time it was read)
-    last_good: dict[int, tuple[CardReading, float]] = field(default_factory=dict)
+    #: card id -> (last good reading, clock time it was read)
+    last_good: dict[str, tuple[CardReading, float]] = field(default_factory=dict)
+    #: The in-process reader this source uses (``spec.new_reader(enrich_every)`` or
+    #: ``spec.reader``); None for executables.
+    reader: Callable[[], ToolReading] | None = None
     #: A thread still running an in-process reader that timed out.
     busy_reader: asyncio.Future[ToolReading] | None = None
     #: Polls left before the per-card enrichments run again (0: on this poll).
@@ -230,6 +234,8 @@ class LiveSource:
         self._closed = False
         self._cpu_mark: tuple[float, float] | None = None
         self._pending_notes: list[str] = []
+        #: Keys of the notes `vet_reading` already gave (each said once per session).
+        self._vetted: set[str] = set()
         self._inflight: asyncio.Future[list[_Poll]] | None = None
         self._probes = ProbePoller()
 
@@ -251,8 +257,13 @@ class LiveSource:
         self.tools = {}
         self.searched = {}
         for spec in self._all_specs():
-            if spec.reader is not None:
-                exe = IN_PROCESS if self._probe_reader(spec) else None
+            reader: Callable[[], ToolReading] | None = None
+            if spec.new_reader is not None:
+                reader = spec.new_reader(self.enrich_every)
+            elif spec.reader is not None:
+                reader = spec.reader
+            if reader is not None:
+                exe = IN_PROCESS if self._probe_reader(spec, reader) else None
             else:
                 exe, searched = find_executable(spec, self.overrides, self.path)
                 self.searched[spec.tool] = searched
@@ -263,6 +274,7 @@ class LiveSource:
             stream = stream_for(spec, required, self.streams)
             states.setdefault(spec.group or spec.tool, []).append(
                 _ToolState(spec=spec, exe=exe, required=required, optional=optional,
+                           reader=reader,
                            stream=StreamPoll(spec.tool, exe, stream, self.interval,
                                              self.timeout) if stream is not None else None)
             )
@@ -272,11 +284,11 @@ class LiveSource:
             raise ToolMissing(self.missing_message())
         return dict(self.tools)
 
-    def _probe_reader(self, spec: ToolSpec) -> bool:
-        """An in-process reader (NVML) is "found" when its library loads."""
-        assert spec.reader is not None
+    def _probe_reader(self, spec: ToolSpec, reader: Callable[[], ToolReading]) -> bool:
+        """An in-process reader (NVML) is "found" when its library loads. Its notes (no GPM
+        counters here, say) go on the first Frame."""
         try:
-            reading = spec.reader()
+            reading = reader()
         except ToolMissing as exc:
             self.searched[spec.tool] = [f"in-process library ({exc})"]
             return False
@@ -284,6 +296,7 @@ class LiveSource:
             self.searched[spec.tool] = [f"in-process library ({type(exc).__name__}: {exc})"]
             return False
         self.versions[spec.tool] = reading.version
+        self._pending_notes.extend(n for n in reading.notes if n not in self._pending_notes)
         return True
 
     def missing_message(self) -> str:
@@ -400,6 +413,13 @@ class LiveSource:
             # closing can never hang the caller.
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(inflight), 5.0)
+        for group in self._groups or []:
+            for state in group:
+                # A per-source in-process reader frees what it holds (NVML's GPM buffers).
+                close = getattr(state.reader, "close", None)
+                if state.spec.new_reader is not None and callable(close):
+                    with contextlib.suppress(Exception):
+                        close()
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -483,7 +503,7 @@ class LiveSource:
             res.cards = self._carry_stale(state)
             return res
         try:
-            if spec.reader is not None:
+            if state.reader is not None:
                 reading = await self._run_reader(state)
             else:
                 reading = await self._run_queries(state, res)
@@ -498,7 +518,7 @@ class LiveSource:
         except (_Refused, _Failed) as exc:
             error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
             res.errors.append(error)
-            if exc.kind == "timeout" and spec.reader is None and state.stream is None:
+            if exc.kind == "timeout" and state.reader is None and state.stream is None:
                 self._back_off(state, error, res)
             else:
                 state.hangs = 0
@@ -512,18 +532,20 @@ class LiveSource:
         if reading.version:
             self.versions[spec.tool] = reading.version
         cards = [c if c.tool else c.model_copy(update={"tool": spec.tool}) for c in reading.cards]
-        now_indices = {c.index for c in cards}
-        for index, (old, _) in list(state.last_good.items()):
-            if index not in now_indices:
+        now_ids = {c.id for c in cards}
+        for card_id, (old, _) in list(state.last_good.items()):
+            if card_id not in now_ids:
                 res.notes.append(f"card {old.id} no longer listed by {spec.tool}")
-                del state.last_good[index]
+                del state.last_good[card_id]
         if state.stream_t_read is not None:
             t_read = state.stream_t_read  # when the record arrived, not when it was read
         for card in cards:
-            state.last_good[card.index] = (card, t_read)
+            state.last_good[card.id] = (card, t_read)
         res.cards = cards
         res.processes = resolve_process_cards(cards, reading.processes)
         res.notes.extend(n for n in reading.notes if n not in res.notes)
+        if reading.raw:
+            res.raw[spec.tool] = reading.raw[:RAW_KEEP_CHARS]
         res.ok = True
         return res
 
@@ -554,15 +576,20 @@ class LiveSource:
 
     async def _run_reader(self, state: _ToolState) -> ToolReading:
         spec = state.spec
-        assert spec.reader is not None
+        assert state.reader is not None
         if state.busy_reader is not None and not state.busy_reader.done():
             raise _Failed(f"{spec.tool} is still busy with an earlier poll", "timeout")
-        future = asyncio.ensure_future(asyncio.to_thread(spec.reader))
+        future = asyncio.ensure_future(asyncio.to_thread(state.reader))
         state.busy_reader = future
         try:
             # A thread cannot be killed: on timeout it is left to finish and not restarted
             # until it has (see busy_reader).
-            return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            reading = await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            rejected = [(c.id, c.rejected) for c in reading.cards if c.rejected]
+            if vet_reading(reading, spec.tool, expect_cards=True, said=self._vetted):
+                # No text to keep from a library: the refused values stand in for it.
+                reading.raw = f"{spec.tool} (in-process) refused figures: {rejected!r}"
+            return reading
         except TimeoutError:
             raise _Failed(
                 f"{spec.tool} did not answer within {self.timeout:.1f} s", "timeout"
@@ -611,7 +638,7 @@ class LiveSource:
                 raw=result.stdout + result.stderr,
             )
         try:
-            return query.parse(result.stdout)
+            reading = query.parse(result.stdout)
         except ParseError as exc:
             raise _Refused(f"{tool}: {exc}", "parse", raw=result.stdout) from None
         except Exception as exc:  # a parser bug must not take the poll down either
@@ -619,6 +646,10 @@ class LiveSource:
                 f"{tool}: parser failed ({type(exc).__name__}: {exc})", "parse",
                 raw=result.stdout,
             ) from None
+        # Impossible figures, a card listed twice, no card at all: noted, and the text kept.
+        if vet_reading(reading, tool, expect_cards=not query.optional, said=self._vetted):
+            reading.raw = result.stdout[:RAW_KEEP_CHARS]
+        return reading
 
     def _not_ours_message(self, state: _ToolState, query: Query, text: str) -> str:
         spec = state.spec
@@ -638,16 +669,29 @@ class LiveSource:
         except _Refused as refused:
             if query.fallback is None:
                 raise
-            try:
-                reading = await self._call(state, query.fallback, query.fallback.args)
-            except (_Refused, _Failed):
-                raise refused from None
-            # The fallback answered: it replaces the refused query for the whole session.
-            state.required[index] = query.fallback
-            self._pending_notes.append(
-                f"{state.spec.tool} refused {query.name} ({refused}); using {query.fallback.name}"
-            )
-            return reading
+            # Down the fallback chain (nvidia-smi: csv with clock-event reasons, with the old
+            # throttle-reason name, without either, the table): the first that answers
+            # replaces the refused query for the whole session.
+            fallback: Query | None = query.fallback
+            said = refused.raw if refused.raw is not None else str(refused)
+            while fallback is not None:
+                if fallback.only_after is not None and fallback.only_after not in said:
+                    fallback = fallback.fallback  # not what this link is for
+                    continue
+                try:
+                    reading = await self._call(state, fallback, fallback.args)
+                except _Failed:
+                    raise refused from None
+                except _Refused as again:
+                    said = again.raw if again.raw is not None else str(again)
+                    fallback = fallback.fallback
+                    continue
+                state.required[index] = fallback
+                self._pending_notes.append(
+                    f"{state.spec.tool} refused {query.name} ({refused}); using {fallback.name}"
+                )
+                return reading
+            raise refused from None
 
     async def _run_queries(self, state: _ToolState, res: _Poll) -> ToolReading:
         plain_optional = [q for q in state.optional if not q.per_card]
@@ -703,17 +747,20 @@ class LiveSource:
         processes: list[CardProcess] = []
         version: str | None = None
         notes: list[str] = []
+        raw: list[str] = []
         for reading in readings:
             cards = reading.cards if not cards else merge_cards(cards, reading.cards)
             processes.extend(reading.processes)
             notes.extend(reading.notes)
             version = version or reading.version
+            raw.extend([reading.raw] if reading.raw else [])
         for query, out in zip(plain_optional, optional_out, strict=True):
             if isinstance(out, ToolReading):
                 cards = merge_cards(cards, out.cards)
                 processes.extend(out.processes)
                 notes.extend(out.notes)
                 version = version or out.version
+                raw.extend([out.raw] if out.raw else [])
                 if query.process_list:
                     state.process_last[query.name] = ToolReading(processes=list(out.processes))
             else:
@@ -752,10 +799,12 @@ class LiveSource:
                         state.enriched[(query.name, idx)] = extra[0]
                     processes.extend(out.processes)
                     notes.extend(out.notes)
+                    raw.extend([out.raw] if out.raw else [])
                 elif query.name not in failed:
                     failed.add(query.name)
                     self._optional_failed(state, query, out, res)
-        return ToolReading(cards=cards, processes=processes, version=version, notes=notes)
+        return ToolReading(cards=cards, processes=processes, version=version, notes=notes,
+                           raw="\n".join(raw))
 
     def _optional_failed(
         self, state: _ToolState, query: Query, exc: BaseException, res: _Poll

@@ -13,23 +13,40 @@ Durability, and what it costs:
   at once, and the reader would see at worst one truncated *last* line, which it skips.)
 * No ``fsync`` per line: it costs milliseconds per poll on a real disk and only protects against
   a power cut or kernel crash, not against the process dying. `Recorder.close` fsyncs once.
+* Compressed recordings (a name ending in ``.zst`` or ``.gz``) keep both promises: every line is
+  compressed, flushed and written in one ``os.write`` at once; blocks and their index records are
+  `codec`'s business.
+* Rotation (``max_bytes`` / ``max_age_s``): when the current file reaches either, it is closed
+  (fsynced) and the next part ``run.0001.jsonl.zst``, ``run.0002...`` starts with the same
+  header (``part`` counts up). The reader joins the parts back into one session.
+* Nothing is lost by accident: an existing recording is only overwritten or appended to when
+  asked (``mode``), the file being replayed is never a target (``protect``), and a failed write
+  (disk full, ``EIO``) cuts the file back to its last whole line and stops the recording only:
+  `RecordingSource` says so once and keeps passing Frames on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import socket
+import stat
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.closing import ClosedOnExit
+from gpusat_tui.sources.codec import BlockWriter, format_for_name, part_path
 
-__all__ = ["Recorder", "RecordingSource", "make_header"]
+__all__ = [
+    "RECORD_MODES", "RecordMode", "Recorder", "RecordingSource", "make_header", "rotation_limits",
+]
 
 
 def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeader:
@@ -47,30 +64,210 @@ def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeade
     )
 
 
+#: What to do with a recording file that already holds data (``--force``, ``--append``).
+RecordMode = Literal["new", "overwrite", "append"]
+RECORD_MODES: tuple[RecordMode, ...] = ("new", "overwrite", "append")
+
+
+def rotation_limits(args: object) -> dict[str, float | int | None]:
+    """``max_bytes`` / ``max_age_s`` for a `RecordingSource` from parsed CLI options."""
+    return {
+        "max_bytes": getattr(args, "record_max_size", None),
+        "max_age_s": getattr(args, "record_max_age", None),
+    }
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 class Recorder(ClosedOnExit):
     """Append Frames to a JSONL file, one whole line per ``os.write``; a context manager.
 
-    Creating a Recorder truncates ``path`` and writes the header at once, so that a session
-    killed before its first poll still leaves a valid (empty) recording.
+    What happens to a file that is already there is always the caller's explicit choice
+    (``mode``): ``"new"`` (the default) refuses a regular file that holds anything, so a
+    recording is never truncated by a typo; ``"overwrite"`` (``--force``) replaces it;
+    ``"append"`` (``--append``) adds frames to a recording of this schema (its header stays,
+    the new frames' ``seq`` continue after its last frame, and a torn last line is ended with
+    a newline so it stays one bad line, skipped by readers). Devices and pipes (``/dev/null``,
+    ``>(gzip > f)``) hold nothing to lose and are written as new.
+
+    ``protect`` lists files that must never be written (the recording being replayed): the
+    file is opened *without* truncation, compared by device and inode with each (so a
+    symlink or hard link to it is caught too), and only then truncated if asked.
+
+    The header is written at once, so that a session killed before its first poll still
+    leaves a valid (empty) recording. A failed write (``ENOSPC``, ``EIO``...) raises
+    `RecordingError` after cutting the file back to its last whole line and closing it: the
+    file stays valid, and nothing after the failure is written.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: RecordingHeader) -> None:
-        self.path = Path(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: RecordingHeader,
+        *,
+        mode: RecordMode = "new",
+        protect: Sequence[str | os.PathLike[str]] = (),
+        max_bytes: int | None = None,
+        max_age_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if mode not in RECORD_MODES:
+            raise ValueError(f"mode must be one of {RECORD_MODES}, got {mode!r}")
+        #: The first part's path (the name given); `path` is the part being written.
+        self.base_path = Path(path)
+        self.path = self.base_path
         self.header = header
+        self.mode = mode
         self.frames_written = 0
+        #: Bytes on disk in the current part (compressed bytes for a compressed recording).
         self.bytes_written = 0
-        try:
-            self._fd: int | None = os.open(
-                self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644
-            )
-        except OSError as exc:
-            raise RecordingError(f"cannot record to {self.path}: {exc.strerror or exc}") from exc
-        self._write_line(header.model_dump_json())
+        #: Added to each frame's ``seq`` (appending continues the file's sequence).
+        self.seq_offset = 0
+        #: The file held a recording we append to: its header stands.
+        self.appended = False
+        self.max_bytes = max_bytes
+        self.max_age_s = max_age_s
+        #: Part number being written, and the paths of the parts so far (current one last).
+        self.part = 0
+        self.parts: list[Path] = []
+        self._clock = clock
+        self._protect = list(protect)
+        self._format = format_for_name(self.base_path)
+        self._blocks: BlockWriter | None = None
+        #: Size of the file up to its last whole line (regular files only; None otherwise).
+        self._good_size: int | None = None
+        self._fd: int | None = None
+        self._check_mode()
+        self._open_part()
 
-    def _write_line(self, text: str) -> None:
+    def _check_mode(self) -> None:
+        rotating = self.max_bytes is not None or self.max_age_s is not None
+        if self.mode == "append" and (rotating or self._format != "plain"):
+            raise RecordingError(
+                f"cannot --append to {self.base_path}: appending works on a plain .jsonl "
+                "recording without rotation; record to a new file instead (a session's parts "
+                "are joined when read)"
+            )
+        if rotating and self.mode == "new" and part_path(self.base_path, 1).exists():
+            raise RecordingError(
+                f"{part_path(self.base_path, 1)} already exists (a part of an earlier "
+                "recording): pass --force to overwrite its parts, or record to another name"
+            )
+
+    def _open_part(self) -> None:
+        """Open the current part and write its header (or get ready to append)."""
+        self.path = part_path(self.base_path, self.part)
+        if self.part:
+            self.mode = "overwrite" if self.mode == "overwrite" else "new"
+            self.header = self.header.model_copy(
+                update={"part": self.part, "started_at": time.time()}
+            )
+        self.bytes_written = 0
+        self._good_size = None
+        self._fd = self._open(self._protect)
+        self._blocks = None if self._format == "plain" else BlockWriter(self._format)
+        self.parts.append(self.path)
+        self._opened_at = self._clock()
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening ---------------------------------------------------------------------------
+    def _open(self, protect: Sequence[str | os.PathLike[str]]) -> int:
+        """Open without truncating anything; refuse what must not be written."""
+        base = os.O_WRONLY if self.mode != "append" else os.O_RDWR
+        # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of hanging here.
+        flags = base | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            try:
+                fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                created = True
+            except FileExistsError:
+                fd = os.open(self.path, flags)
+                created = False
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                reason = "it is a FIFO that nobody reads"
+            else:
+                reason = exc.strerror or str(exc)
+            raise RecordingError(f"cannot record to {self.path}: {reason}") from exc
+        try:
+            os.set_blocking(fd, True)
+            st = os.fstat(fd)
+            for other in protect:
+                try:
+                    if _same_file(st, os.stat(other)):
+                        raise RecordingError(
+                            f"refusing to record to {self.path}: it is the recording being "
+                            f"replayed ({other}); recording it would destroy it"
+                        )
+                except OSError:
+                    continue
+            regular = stat.S_ISREG(st.st_mode)
+            if regular and not created and st.st_size > 0 and self.mode == "new":
+                raise RecordingError(
+                    f"{self.path} already exists ({st.st_size} bytes): pass --append to add "
+                    "to it or --force to overwrite it"
+                )
+            if self.mode == "append" and not regular:
+                self.mode = "new"  # nothing to append to in a pipe or a device
+            if regular and self.mode == "overwrite":
+                os.ftruncate(fd, 0)
+                st = os.fstat(fd)
+            if regular:
+                self._good_size = st.st_size
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _start(self) -> None:
+        assert self._fd is not None
+        if self.mode == "append" and self._good_size:
+            self._prepare_append(self._fd, self._good_size)
+            return
+        self._write_header()
+
+    def _write_header(self) -> None:
+        self._write_line(self.header.model_dump_json())
+        if self._blocks is not None:  # the header is a block of its own
+            self._write_bytes(self._blocks.end_block())
+
+    def _prepare_append(self, fd: int, size: int) -> None:
+        """Check that the file is a recording we may add to; continue its ``seq``."""
+        from gpusat_tui.sources.reader import MAX_HEADER_BYTES, last_frame, parse_header
+
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            fh.seek(0)
+            first = fh.readline(MAX_HEADER_BYTES + 1)
+            too_long = len(first) > MAX_HEADER_BYTES and not first.endswith(b"\n")
+            try:
+                existing, _ = parse_header(self.path, first, too_long)
+            except RecordingError as exc:
+                raise RecordingError(f"cannot append: {exc}") from None
+            if existing.schema_version != SCHEMA_VERSION:
+                raise RecordingError(
+                    f"cannot append to {self.path}: it is recording schema_version "
+                    f"{existing.schema_version}, this gpusat-tui writes {SCHEMA_VERSION}"
+                )
+            data_start = len(first)
+            last = last_frame(fh, data_start, size) if size > data_start else None
+            fh.seek(size - 1)
+            torn = fh.read(1) != b"\n"
+        self.header = existing
+        self.appended = True
+        self.seq_offset = 0 if last is None else last.seq + 1
+        if torn:  # end the torn line: it stays one bad line instead of spoiling ours
+            self._write_bytes(b"\n")
+
+    # -- writing ---------------------------------------------------------------------------
+    def _write_bytes(self, data: bytes) -> None:
         if self._fd is None:
             raise RecordingError(f"recording {self.path} is already closed")
-        data = (text + "\n").encode("utf-8")
         try:
             written = os.write(self._fd, data)
             # A short write on a regular file needs a full disk or a signal at a bad moment;
@@ -78,24 +275,67 @@ class Recorder(ClosedOnExit):
             while written < len(data):
                 written += os.write(self._fd, data[written:])
         except OSError as exc:
+            self._fail()
             raise RecordingError(f"cannot write to {self.path}: {exc.strerror or exc}") from exc
         self.bytes_written += len(data)
+        if self._good_size is not None:
+            self._good_size += len(data)
+
+    def _write_line(self, text: str) -> None:
+        data = (text + "\n").encode("utf-8")
+        self._write_bytes(data if self._blocks is None else self._blocks.add_line(data))
+
+    def _fail(self) -> None:
+        """After a failed write: cut off the partial line (if any) and close."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if self._good_size is not None:
+                os.ftruncate(fd, self._good_size)  # frees space: works on a full disk too
+        except OSError:
+            pass  # the reader skips one torn last line anyway
+        finally:
+            os.close(fd)
 
     def update_header(self, header: RecordingHeader) -> None:
         """Rewrite the header, allowed only before the first frame (tool versions are known
         only after the first poll). A crash in between leaves an empty file, which the reader
-        refuses with a clear message."""
+        refuses with a clear message. Appending keeps the file's own header: a no-op."""
         if self._fd is None:
             raise RecordingError(f"recording {self.path} is already closed")
         if self.frames_written:
             raise RecordingError("the header can only change before the first frame")
-        os.ftruncate(self._fd, 0)
+        if self.appended:
+            return
+        try:
+            os.ftruncate(self._fd, 0)
+        except OSError:
+            return  # a pipe or a device: the header already went out; it stays
         self.bytes_written = 0
+        self._good_size = 0
+        if self._blocks is not None:
+            self._blocks.reset()
         self.header = header
-        self._write_line(header.model_dump_json())
+        self._write_header()
+
+    def _due_for_rotation(self) -> bool:
+        if self.max_bytes is not None and self.bytes_written >= self.max_bytes:
+            return True
+        return self.max_age_s is not None and self._clock() - self._opened_at >= self.max_age_s
 
     def write(self, frame: Frame) -> None:
-        """Append one Frame as one line; it is in the kernel's hands when this returns."""
+        """Append one Frame as one line; it is in the kernel's hands when this returns.
+
+        A part that reached ``max_bytes`` or ``max_age_s`` is closed first and the frame
+        starts the next one.
+        """
+        if self.frames_written and self._due_for_rotation():
+            self.close()
+            self.part += 1
+            self._open_part()
+        if self.seq_offset:
+            frame = frame.model_copy(update={"seq": frame.seq + self.seq_offset})
         self._write_line(frame.model_dump_json())
         self.frames_written += 1
 
@@ -104,9 +344,15 @@ class Recorder(ClosedOnExit):
         return self._fd is None
 
     def close(self) -> None:
-        """Fsync once and close; closing twice is harmless."""
+        """End the open compressed block, fsync once and close; closing twice is harmless."""
         if self._fd is None:
             return
+        if self._blocks is not None:
+            # A failed block end loses nothing: the reader decodes an unfinished block.
+            with contextlib.suppress(RecordingError):
+                self._write_bytes(self._blocks.end_block())
+            if self._fd is None:
+                return
         fd, self._fd = self._fd, None
         try:
             os.fsync(fd)
@@ -125,17 +371,42 @@ class RecordingSource:
 
     The frame is written *before* it is yielded, so whatever the consumer does with it (or
     however it dies) the line is already in the file.
+
+    A failed write stops the *recording*, never the stream: ``failure`` gets one message
+    (also passed to ``on_failure`` once, and added to that frame's ``notes``), the label says
+    so, and the Frames keep flowing unrecorded, so the dashboard and ``check`` go on.
     """
 
     def __init__(
-        self, inner: FrameSource, path: str | os.PathLike[str], header: RecordingHeader
+        self,
+        inner: FrameSource,
+        path: str | os.PathLike[str],
+        header: RecordingHeader,
+        *,
+        mode: RecordMode = "new",
+        protect: Sequence[str | os.PathLike[str]] = (),
+        on_failure: Callable[[str], None] | None = None,
+        max_bytes: int | None = None,
+        max_age_s: float | None = None,
     ) -> None:
         self.inner = inner
-        self.recorder = Recorder(path, header)
+        self.recorder = Recorder(
+            path, header, mode=mode, protect=protect, max_bytes=max_bytes, max_age_s=max_age_s
+        )
+        self.on_failure = on_failure
+        #: Why the recording stopped, or None while it runs.
+        self.failure: str | None = None
+        self._reason: str | None = None
 
     @property
     def label(self) -> str:
+        if self.failure is not None:
+            return f"{self.inner.label} · RECORDING STOPPED ({self._short_reason})"
         return f"{self.inner.label} · recording to {self.recorder.path.name}"
+
+    @property
+    def _short_reason(self) -> str:
+        return (self._reason or "write failed")[:40]
 
     @property
     def header(self) -> RecordingHeader:
@@ -154,15 +425,37 @@ class RecordingSource:
             return None
         return self.recorder.header.model_copy(update={"tools": tools})
 
+    def _record(self, frame: Frame) -> Frame:
+        """Write ``frame``; on a failed write stop recording and say so on this frame."""
+        if self.failure is not None:
+            return frame
+        try:
+            if self.recorder.frames_written == 0:
+                header = self._header_with_versions()
+                if header is not None:
+                    self.recorder.update_header(header)
+            self.recorder.write(frame)
+            return frame
+        except RecordingError as exc:
+            cause = exc.__cause__
+            self._reason = (
+                cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
+            )
+            self.recorder.close()
+            self.failure = (
+                f"recording stopped: {exc}; {self.recorder.path} keeps the "
+                f"{self.recorder.frames_written} frame"
+                f"{'s' if self.recorder.frames_written != 1 else ''} written before, up to "
+                "its last whole line; monitoring goes on"
+            )
+            if self.on_failure is not None:
+                self.on_failure(self.failure)
+            return frame.model_copy(update={"notes": [*frame.notes, self.failure]})
+
     async def frames(self) -> AsyncIterator[Frame]:
         try:
             async for frame in self.inner.frames():
-                if self.recorder.frames_written == 0:
-                    header = self._header_with_versions()
-                    if header is not None:
-                        self.recorder.update_header(header)
-                self.recorder.write(frame)
-                yield frame
+                yield self._record(frame)
         finally:
             self.recorder.close()
 
@@ -177,3 +470,10 @@ class RecordingSource:
         if name in {"inner", "recorder"}:
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+
+def print_failure(message: str) -> None:
+    """`RecordingSource.on_failure` for the headless front ends: one line on stderr."""
+    from gpusat_tui.output import say
+
+    say("gpusat-tui", message)

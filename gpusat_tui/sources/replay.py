@@ -1,304 +1,65 @@
-"""Read recordings back: a streaming reader and a `ReplaySource` with pause, speed and seek.
+"""Replay recordings: a `ReplaySource` with pause, speed and seek (reading: `sources.reader`).
 
-Safety: a recording is data only. Every line goes through pydantic (``Frame``); nothing in a
-file is ever executed, imported or passed to a shell, and replay never runs a vendor tool or
-looks at a process.
+Safety: a recording is data only (see `sources.reader`); replay never runs a vendor tool or
+looks at a process. Bad lines, overlong lines, clock steps and non-regular files are the
+reader's business: they are skipped and counted or refused there, and ``notes`` says so.
 
-Tolerance: the header decides whether a file is readable at all (`read_recording` raises
-`RecordingError` with one clear message for an empty file, a missing header or a newer
-``schema_version``). After that, bad lines never stop a replay: a truncated last line (the
-recording was killed mid-write), a line that is not JSON or not a Frame, or a second header is
-skipped and counted, with a reason. Unknown fields (written by a newer gpusat-tui of the same
-schema) are ignored by the models (``extra="ignore"``); the reader loads the frame and notes the
-field names and how many lines carried them.
-
-Large files: nothing is held but the current line. Seeking does not build an index: it bisects
-on byte offsets, reading one line at each step (Frames are time-ordered), so a seek in a 24 h
+Large files: nothing is held but the current line. Seeking bisects on offsets in the
+recording's text (for a compressed file `codec` decompresses one block per step), reading one
+line at each step (Frames are time-ordered), so a seek in a 24 h
 recording reads ~20 lines, and memory stays independent of the file's length. The duration is
 read lazily from the file's tail.
+
+Following (``follow=True``): at the end, instead of stopping, the source looks every
+`FOLLOW_POLL_S` for lines a live recorder appended (plain or compressed) or for its next
+rotated part, and plays them as they come.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import IO
 
-import pydantic_core
-from pydantic import ValidationError
-
-from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
-from gpusat_tui.model import (
-    SCHEMA_VERSION,
-    CardProcess,
-    CardReading,
-    Frame,
-    HostSample,
-    ProcessSample,
-    RecordingHeader,
-    ToolError,
+from gpusat_tui.model import Frame
+from gpusat_tui.sources.codec import part_path, refresh_stream, stream_size
+from gpusat_tui.sources.reader import (
+    MAX_HEADER_BYTES,
+    MAX_LINE_BYTES,
+    FrameReader,
+    RecordingPaths,
+    last_frame,
+    open_recording_file,
+    parse_header,
+    read_line,
+    read_recording,
 )
-from gpusat_tui.sources.closing import ClosedOnExit
 
-__all__ = ["SPEEDS", "FrameReader", "ReplaySource", "read_recording"]
+# The reading names stay importable from here (callers written before the split).
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MAX_LINE_BYTES",
+    "SPEEDS",
+    "FrameReader",
+    "ReplaySource",
+    "last_frame",
+    "open_recording_file",
+    "parse_header",
+    "read_line",
+    "read_recording",
+]
 
 #: Speed steps for the ``+`` / ``-`` keys.
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-#: Reasons kept for display; the count goes on.
-MAX_REASONS = 50
 #: A gap in the recording longer than this many intervals (suspend, a stopped job) is replayed
 #: as this long: nobody wants to stare at a frozen screen for an hour.
 MAX_GAP_INTERVALS = 5.0
 #: Below this many bytes, a seek scans lines instead of bisecting further.
 _SCAN_BYTES = 64 * 1024
-#: How much of the file's end to read first when looking for the last frame.
-_TAIL_BYTES = 256 * 1024
-
-_NESTED: dict[str, type] = {
-    "cards": CardReading,
-    "card_processes": CardProcess,
-    "processes": ProcessSample,
-    "host": HostSample,
-    "errors": ToolError,
-}
-
-
-def _unknown_keys(obj: dict[str, object]) -> list[str]:
-    """Field names in a Frame's JSON that this version's models do not know ("cards[].foo")."""
-    unknown = [key for key in obj if key not in Frame.model_fields]
-    for key, model in _NESTED.items():
-        value = obj.get(key)
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, dict):
-                suffix = "[]" if isinstance(value, list) else ""
-                unknown.extend(
-                    f"{key}{suffix}.{k}" for k in item if k not in model.model_fields  # type: ignore[attr-defined]
-                )
-    return unknown
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "line"
-    return f"{loc}: {err['msg']}"
-
-
-def _parse_header(path: Path, first: bytes) -> tuple[RecordingHeader, list[str]]:
-    """Refuse, with one message, anything that is not a header we can read."""
-    if not first.strip():
-        raise RecordingError(
-            f"{path} is empty: no header and no frames "
-            "(was the recording stopped before it started?)"
-        )
-    try:
-        obj = pydantic_core.from_json(first.strip())
-    except ValueError:
-        raise RecordingError(
-            f"{path} is not a gpusat-tui recording: its first line is not JSON "
-            "(expected a header line)"
-        ) from None
-    if not isinstance(obj, dict) or obj.get("type") != "header":
-        if isinstance(obj, dict) and "t" in obj:
-            raise RecordingError(
-                f"{path} has no header line (its first line is a frame): "
-                "refusing to guess its format"
-            )
-        raise RecordingError(
-            f"{path} is not a gpusat-tui recording: its first line is not a header"
-        )
-    version = obj.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise RecordingError(f"{path}: header has no valid schema_version ({version!r})")
-    if version > SCHEMA_VERSION:
-        raise RecordingError(
-            f"{path} was written with recording schema_version {version}; this gpusat-tui "
-            f"({__version__}) reads up to {SCHEMA_VERSION}: upgrade gpusat-tui to read it"
-        )
-    try:
-        header = RecordingHeader.model_validate(obj)
-    except ValidationError as exc:
-        raise RecordingError(f"{path}: header is invalid ({_first_error(exc)})") from None
-    unknown = [f"header.{k}" for k in obj if k not in RecordingHeader.model_fields]
-    return header, unknown
-
-
-class FrameReader(ClosedOnExit):
-    """Iterate a recording's Frames one line at a time, skipping and counting bad lines.
-
-    ``skipped`` counts bad lines, ``reasons`` says why (the first `MAX_REASONS`),
-    ``unknown_fields`` names fields this version ignored and ``unknown_lines`` counts the lines
-    that carried them. ``check_unknown=False`` skips that check (a little faster: `report`
-    uses it for the bulk of a long file).
-    """
-
-    def __init__(
-        self,
-        fh: IO[bytes],
-        path: Path,
-        *,
-        line_no: int | None = 1,
-        check_unknown: bool = True,
-    ) -> None:
-        self._fh: IO[bytes] | None = fh
-        self.path = path
-        #: Line number of the last line read, or None after a seek (unknown).
-        self.line_no = line_no
-        self.check_unknown = check_unknown
-        self.skipped = 0
-        self.reasons: list[str] = []
-        self.unknown_fields: set[str] = set()
-        self.unknown_lines = 0
-        self._bad_offsets: set[int] = set()
-        #: Byte offset where the last returned frame's line started.
-        self.last_offset = 0
-
-    # -- position --------------------------------------------------------------------------
-    @property
-    def fh(self) -> IO[bytes]:
-        if self._fh is None:
-            raise RecordingError(f"{self.path} is closed")
-        return self._fh
-
-    def tell(self) -> int:
-        return self.fh.tell()
-
-    def seek(self, offset: int) -> None:
-        """Go to a line start; line numbers are unknown from here on."""
-        self.fh.seek(offset)
-        self.line_no = None
-
-    # -- reading ---------------------------------------------------------------------------
-    def _skip(self, offset: int, reason: str) -> None:
-        if offset in self._bad_offsets:  # seen before a backward seek: count once
-            return
-        if len(self._bad_offsets) < 100_000:
-            self._bad_offsets.add(offset)
-        self.skipped += 1
-        if len(self.reasons) < MAX_REASONS:
-            where = f"line {self.line_no}" if self.line_no is not None else f"byte {offset}"
-            self.reasons.append(f"{where}: {reason}")
-
-    def parse_line(self, line: bytes, offset: int) -> Frame | None:
-        """One line -> Frame, or None (counted) when it is not a usable frame."""
-        text = line.strip()
-        if not text:
-            return None  # a blank line carries nothing; not worth a warning
-        truncated = not line.endswith(b"\n")
-        try:
-            if self.check_unknown:
-                obj = pydantic_core.from_json(text)
-                if isinstance(obj, dict) and obj.get("type") == "header":
-                    self._skip(offset, "a second header (recordings concatenated?): skipped")
-                    return None
-                frame = Frame.model_validate(obj)
-                if isinstance(obj, dict):
-                    unknown = _unknown_keys(obj)
-                    if unknown:
-                        self.unknown_lines += 1
-                        if len(self.unknown_fields) < 100:
-                            self.unknown_fields.update(unknown)
-            else:
-                frame = Frame.model_validate_json(text)
-        except ValidationError as exc:
-            if truncated:
-                self._skip(offset, "truncated (the recording stopped mid-write)")
-            else:
-                self._skip(offset, f"not a frame ({_first_error(exc)})")
-            return None
-        except ValueError as exc:  # pydantic_core.from_json: not JSON
-            if truncated:
-                self._skip(offset, "truncated (the recording stopped mid-write)")
-            else:
-                self._skip(offset, f"not JSON ({str(exc)[:80]})")
-            return None
-        return frame
-
-    def read_frame(self) -> Frame | None:
-        """The next good Frame, or None at the end of the file."""
-        fh = self.fh
-        while True:
-            offset = fh.tell()
-            line = fh.readline()
-            if not line:
-                return None
-            if self.line_no is not None:
-                self.line_no += 1
-            frame = self.parse_line(line, offset)
-            if frame is not None:
-                self.last_offset = offset
-                return frame
-
-    def __iter__(self) -> Iterator[Frame]:
-        return self
-
-    def __next__(self) -> Frame:
-        frame = self.read_frame()
-        if frame is None:
-            self.close()
-            raise StopIteration
-        return frame
-
-    # -- lifetime --------------------------------------------------------------------------
-    @property
-    def closed(self) -> bool:
-        return self._fh is None
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-    @property
-    def notes(self) -> list[str]:
-        """Plain words for the status line / report about what was skipped or ignored."""
-        notes: list[str] = []
-        if self.skipped:
-            notes.append(
-                f"{self.skipped} bad line{'s' if self.skipped != 1 else ''} skipped"
-                + (f" ({self.reasons[0]}" + (", ..." if self.skipped > 1 else "") + ")")
-            )
-        if self.unknown_fields:
-            names = ", ".join(sorted(self.unknown_fields)[:5])
-            notes.append(
-                f"{self.unknown_lines} line{'s' if self.unknown_lines != 1 else ''} with "
-                f"fields this version ignores ({names}): written by a newer gpusat-tui?"
-            )
-        return notes
-
-
-def _open(path: Path) -> IO[bytes]:
-    if path.is_dir():
-        raise RecordingError(f"{path} is a folder, not a recording")
-    try:
-        return path.open("rb")
-    except OSError as exc:
-        raise RecordingError(f"cannot open {path}: {exc.strerror or exc}") from None
-
-
-def read_recording(
-    path: str | os.PathLike[str], *, check_unknown: bool = True
-) -> tuple[RecordingHeader, FrameReader]:
-    """Open a recording: its header, and a streaming iterator of its good Frames.
-
-    Raises `RecordingError` (one clear message) for a file that cannot be read at all. The
-    iterator closes the file when exhausted; close it yourself (or use ``with``) if you stop
-    early. Unknown header fields are reported in the reader's ``unknown_fields``.
-    """
-    path = Path(path)
-    fh = _open(path)
-    try:
-        header, unknown = _parse_header(path, fh.readline())
-    except BaseException:
-        fh.close()
-        raise
-    reader = FrameReader(fh, path, line_no=1, check_unknown=check_unknown)
-    reader.unknown_fields.update(unknown)
-    return header, reader
+#: Following a live recording: how often to look for new lines.
+FOLLOW_POLL_S = 0.5
 
 
 class ReplaySource:
@@ -317,7 +78,7 @@ class ReplaySource:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: RecordingPaths,
         speed: float = 1.0,
         realtime: bool = True,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -325,9 +86,17 @@ class ReplaySource:
         *,
         hold_at_end: bool | None = None,
         check_unknown: bool = True,
+        follow: bool = False,
+        follow_poll_s: float = FOLLOW_POLL_S,
     ) -> None:
-        self.path = Path(path)
-        self.header, self._reader = read_recording(self.path, check_unknown=check_unknown)
+        self.header, self._reader = read_recording(
+            path, check_unknown=check_unknown, with_parts=follow
+        )
+        self.path = self._reader.path
+        #: Keep reading what a live recorder appends (and its next rotated parts).
+        self.follow = follow
+        self._reader.follow = follow
+        self._follow_poll_s = follow_poll_s
         self._data_start = self._reader.tell()
         self.realtime = realtime
         self.hold_at_end = realtime if hold_at_end is None else hold_at_end
@@ -353,7 +122,16 @@ class ReplaySource:
     # -- what the status line shows ---------------------------------------------------------
     @property
     def label(self) -> str:
-        return f"replay {self.path.name}"
+        parts = len(self.paths)
+        name = self.path.name if parts < 2 else f"{self.path.name} (+{parts - 1} parts)"
+        return f"following {name}" if self.follow else f"replay {name}"
+
+    @property
+    def paths(self) -> list[Path]:
+        """The files of the session (more appear while following a rotating recorder)."""
+        if self._reader.closed:
+            return [self.path]
+        return list(getattr(self._reader.fh.raw, "paths", [self.path]))
 
     @property
     def skipped(self) -> int:
@@ -395,33 +173,16 @@ class ReplaySource:
 
     def _last_t(self) -> float | None:
         try:
-            size = self.path.stat().st_size
-        except OSError:
+            fh = self._reader.fh
+            refresh_stream(fh)  # the file may still be growing
+            size = stream_size(fh)
+        except (OSError, RecordingError):
             return self._tail_cache[1]
         if size == self._tail_cache[0]:
             return self._tail_cache[1]
-        last: float | None = None
-        span = _TAIL_BYTES
-        with self.path.open("rb") as fh:
-            while True:
-                start = max(self._data_start, size - span)
-                fh.seek(start)
-                lines = fh.read(size - start).split(b"\n")
-                if start > self._data_start:
-                    lines = lines[1:]  # the first piece may be the end of a longer line
-                for line in reversed(lines):
-                    if not line.strip():
-                        continue
-                    try:
-                        last = Frame.model_validate_json(line).t
-                        break
-                    except ValueError:
-                        continue
-                if last is not None or start <= self._data_start:
-                    break
-                span *= 4
-        self._tail_cache = (size, last)
-        return last
+        frame = last_frame(fh, self._data_start, size)
+        self._tail_cache = (size, None if frame is None else frame.t)
+        return self._tail_cache[1]
 
     # -- controls ---------------------------------------------------------------------------
     @property
@@ -477,7 +238,7 @@ class ReplaySource:
             return self._data_start
         fh = self._reader.fh
         fh.seek(pos - 1)
-        fh.readline()  # the rest of the line that holds byte pos-1 (just "\n" at a boundary)
+        read_line(fh)  # the rest of the line that holds byte pos-1 (just "\n" at a boundary)
         return fh.tell()
 
     def _frame_at(self, start: int, end: int) -> tuple[Frame, int] | None:
@@ -486,7 +247,9 @@ class ReplaySource:
         fh.seek(start)
         while fh.tell() < end:
             offset = fh.tell()
-            line = fh.readline()
+            line, too_long = read_line(fh)
+            if too_long:
+                continue
             if not line:
                 return None
             try:
@@ -497,7 +260,7 @@ class ReplaySource:
 
     def _offset_for(self, abs_t: float) -> int:
         """Byte offset of the first line whose frame has ``t >= abs_t`` (bisect on bytes)."""
-        size = os.fstat(self._reader.fh.fileno()).st_size
+        size = stream_size(self._reader.fh)
         lo, hi = self._data_start, size
         while hi - lo > _SCAN_BYTES:
             mid = (lo + hi) // 2
@@ -517,7 +280,10 @@ class ReplaySource:
         best = lo
         while True:
             offset = fh.tell()
-            line = fh.readline()
+            line, too_long = read_line(fh)
+            if too_long:
+                best = fh.tell()
+                continue
             if not line:
                 return best
             try:
@@ -591,6 +357,11 @@ class ReplaySource:
                 self._do_seek()
                 prev_t = None  # the frame sought to is shown at once, even when paused
             frame = self._next()
+            if frame is None and self.follow and not self._reader.closed:
+                self.at_end = True
+                await self._await_growth()
+                prev_t = None  # caught up with the recorder: show what it adds as it comes
+                continue
             if frame is None:
                 self.at_end = True
                 if not self.hold_at_end or self._t0 is None:  # no frame at all: nothing to seek
@@ -606,8 +377,34 @@ class ReplaySource:
                     return
                 continue  # a seek came in while waiting: this frame is dropped
             prev_t = frame.t
+            if self._t0 is None:  # following a recording that had no frame yet
+                self._t0 = frame.t
             self._current = frame
             yield frame
+
+    async def _await_growth(self) -> None:
+        """Following: wait until the recorder appended a line or started its next part."""
+        assert self._wake is not None
+        while not self._closed and self._seek_target is None:
+            self._wake.clear()
+            if refresh_stream(self._reader.fh) or self._next_part():
+                return
+            await self._nap(self._follow_poll_s)
+
+    def _next_part(self) -> bool:
+        """Add the recorder's next rotated part once it exists; True if one was added."""
+        raw = self._reader.fh.raw  # type: ignore[attr-defined]
+        paths = getattr(raw, "paths", None)
+        if not paths:
+            return False
+        candidate = part_path(paths[0], len(paths))
+        if not candidate.exists():
+            return False
+        try:
+            raw.add_part(candidate)
+        except RecordingError:
+            return False  # not readable yet (its header is being written): next time
+        return True
 
     async def aclose(self) -> None:
         """Stop the stream and close the file."""

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import threading
 import time
 from argparse import Namespace
@@ -268,7 +267,8 @@ class GpusatApp(App[int]):
         tool for good). Exiting through the app closes the source, which kills it.
         """
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGHUP, signal.SIGTERM):
+        # SIGINT too: a ``kill -INT`` (the terminal's Ctrl-C is a key here) exits with 130.
+        for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
@@ -281,7 +281,7 @@ class GpusatApp(App[int]):
         watchdog = threading.Timer(_SIGNAL_EXIT_GRACE_S, os._exit, (128 + sig,))
         watchdog.daemon = True
         watchdog.start()
-        self.call_later(self.exit)
+        self.call_later(self.exit, None, 128 + sig)
 
     # --- the one worker that owns the source ---------------------------------------------------
 
@@ -555,7 +555,9 @@ def build_app(args: Namespace) -> GpusatApp:
     elif getattr(args, "replay", None):
         from gpusat_tui.sources.replay import ReplaySource
 
-        source = ReplaySource(args.replay, speed=args.speed)
+        source = ReplaySource(
+            args.replay, speed=args.speed, follow=getattr(args, "follow", False)
+        )
     else:
         from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 
@@ -580,13 +582,19 @@ def build_app(args: Namespace) -> GpusatApp:
             )
             record = None  # recording a replayed demo would only copy the demo
     if record:
-        from gpusat_tui.sources.recorder import RecordingSource, make_header
+        from gpusat_tui.sources.recorder import RecordingSource, make_header, rotation_limits
 
         tools = dict(getattr(source, "versions", {}) or {})
         for tool in getattr(source, "tools", {}) or {}:
             tools.setdefault(tool, None)
         header = make_header(tools, args.interval)
-        source = RecordingSource(source, record, header)
+        from gpusat_tui.cli import record_mode
+
+        replayed = getattr(args, "replay", None) or []
+        source = RecordingSource(
+            source, record, header, mode=record_mode(args),  # type: ignore[arg-type]
+            protect=list(replayed), **rotation_limits(args),
+        )
     return GpusatApp(source, interval=interval, banner=banner, tracker=tracker)
 
 
@@ -595,9 +603,16 @@ def run_app(args: Namespace) -> int:
     try:
         app = build_app(args)
     except GpusatError as exc:
-        print(f"gpusat-tui: {exc}", file=sys.stderr)
+        from gpusat_tui.output import say
+
+        say("gpusat-tui", exc)
         return 2
     result = app.run()
+    failure = getattr(app.source, "failure", None)
+    if failure:  # the recording stopped (disk full...): said on the status line, and here
+        from gpusat_tui.output import say
+
+        say("gpusat-tui", failure)
     if app.no_tool is not None:
         return 2
-    return int(result or 0)
+    return int(app.return_code or result or 0)

@@ -1,7 +1,10 @@
 """Fake ``nvidia-smi`` output in the real formats (templates: the 535.x samples).
 
 - `render`: the plain ``nvidia-smi`` table (89 columns, 535 driver layout) with its process box.
-- `render_csv`: ``--query-gpu=<QUERY_GPU_FIELDS> --format=csv,noheader,nounits``.
+- `render_csv`: ``--query-gpu=<QUERY_GPU_FIELDS> --format=csv,noheader,nounits``, with the
+  clock-event reason mask as a last column when asked (``reasons=True``): a card's
+  ``extras["throttle_mask"]`` (default 0). An old driver that knows only one of the two reason
+  names is a fake that refuses the other argv (``refuse=[QUERY_GPU_EVENT_ARGS]``).
 - `render_processes`: ``--query-compute-apps=<QUERY_APPS_FIELDS> --format=csv,noheader,nounits``.
 - `render_for_args`: what the real tool prints for an argv (the three above, or its refusal).
 
@@ -13,7 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.nvidia_smi import QUERY_APPS_ARGS, QUERY_GPU_ARGS
+from gpusat_tui.collectors.nvidia_smi import (
+    QUERY_APPS_ARGS,
+    QUERY_GPU_ARGS,
+    QUERY_GPU_EVENT_ARGS,
+    QUERY_GPU_THROTTLE_ARGS,
+)
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats._common import respond
 
@@ -89,10 +97,11 @@ def render(cards: Sequence[FakeCard], processes: Sequence[FakeProcess] = ()) -> 
     return "\n".join(lines) + "\n"
 
 
-def render_csv(cards: Sequence[FakeCard]) -> str:
+def render_csv(cards: Sequence[FakeCard], reasons: bool = False) -> str:
     """``--query-gpu=index,name,uuid,pci.bus_id,... --format=csv,noheader,nounits``."""
     rows = []
     for card in cards:
+        mask = int(card.extras.get("throttle_mask", 0))
         rows.append(
             ", ".join(
                 [
@@ -100,6 +109,7 @@ def render_csv(cards: Sequence[FakeCard]) -> str:
                     _csv_fig(card.util_pct), _csv_fig(card.mem_used_mib),
                     _csv_fig(card.mem_total_mib), _csv_fig(card.power_w, "{:.2f}"),
                     _csv_fig(card.power_cap_w, "{:.2f}"), _csv_fig(card.temp_c),
+                    *([f"0x{mask:016X}"] if reasons else []),
                 ]
             )
         )
@@ -127,6 +137,8 @@ def render_for_args(
     """What nvidia-smi prints for ``args``; unknown args get its usage complaint (exit 2)."""
     views = {
         (): lambda: render(cards, processes),
+        QUERY_GPU_EVENT_ARGS: lambda: render_csv(cards, reasons=True),
+        QUERY_GPU_THROTTLE_ARGS: lambda: render_csv(cards, reasons=True),
         QUERY_GPU_ARGS: lambda: render_csv(cards),
         QUERY_APPS_ARGS: lambda: render_processes(cards, processes),
     }

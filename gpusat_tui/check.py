@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
 from gpusat_tui.collectors.nvidia_throttle import split_reasons
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.model import (
@@ -76,8 +77,9 @@ __all__ = [
 #: tool in flight runs in its own session, so dying on the spot would leave it behind).
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-#: Ties between card verdicts go to the more severe (issue 2, part 6).
-SEVERITY: tuple[str, ...] = ("fragmenting", "starving", "saturated", "imbalanced", "unknown")
+#: Ties between card verdicts go to the more severe, in the verdict engine's one order
+#: (stalled, imbalanced, fragmenting, starving, saturated, idle, unknown).
+SEVERITY: tuple[str, ...] = JOB_SEVERITY
 
 
 class _Out(BaseModel):
@@ -186,10 +188,10 @@ class CheckReport(_Out):
 
 
 def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> str:
-    """Top-level verdict: ``imbalanced`` if the job is; else the most frequent non-idle kind
-    (ties to the more severe: fragmenting > starving > saturated); ``idle`` when all idle."""
-    if job_kind == "imbalanced":
-        return "imbalanced"
+    """Top-level verdict: ``stalled`` or ``imbalanced`` if the job is; else the most frequent
+    non-idle kind (ties to the more severe, in `SEVERITY` order); ``idle`` when all idle."""
+    if job_kind in ("stalled", "imbalanced"):
+        return job_kind
     if not card_kinds:
         return "unknown"
     busy = Counter(k for k in card_kinds if k != "idle")

@@ -49,9 +49,11 @@ UTIL_LABELS: dict[str, str] = {
     "tenstorrent": "util",
 }
 
-VerdictKind = Literal["saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"]
+VerdictKind = Literal[
+    "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown", "stalled"
+]
 VERDICT_KINDS: tuple[VerdictKind, ...] = (
-    "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"
+    "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown", "stalled"
 )
 
 ProcessRole = Literal["trainer", "dataloader_worker"]
@@ -213,8 +215,11 @@ class ProcessSample(_Model):
     #: Trainer only: CPU % of its ``pt_data_pin`` (pin-memory) thread, where readable.
     pin_cpu_pct: float | None = None
     num_threads: int | None = None
+    #: Share of wall time (percent) the process's main thread was runnable but waiting for a
+    #: CPU (``/proc/<pid>/schedstat`` run delay), over the last interval; Linux only.
+    run_delay_pct: float | None = None
 
-    @field_validator("cpu_pct", "pin_cpu_pct", mode="before")
+    @field_validator("cpu_pct", "pin_cpu_pct", "run_delay_pct", mode="before")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         return _finite_or_none(value)
@@ -340,8 +345,9 @@ class Verdict(_Model):
 
     kind: VerdictKind = "unknown"
     #: For starving: "input-bound", "io-bound", "host-bound", "light-kernels" (busy reading at
-    #: low power, or low SM activity, no host bottleneck) or "unknown"; "straggler" or
-    #: "throttled" (the lagging card's clocks held down) for imbalanced; else None.
+    #: low power, or low SM activity, no host bottleneck), "collective-wait" (waiting for a
+    #: straggling peer) or "unknown"; "straggler" or "throttled" (the lagging card's clocks
+    #: held down) for imbalanced; else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

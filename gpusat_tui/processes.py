@@ -57,6 +57,7 @@ __all__ = [
     "ProcessReport",
     "hidepid_from_mounts",
     "parse_proc_stat",
+    "parse_schedstat",
 ]
 
 #: Process name torch gives its DataLoader worker processes (``_set_thread_name``).
@@ -135,6 +136,19 @@ def parse_proc_stat(data: bytes, clock_ticks: int = 100) -> ProcStat:
     )
 
 
+def parse_schedstat(data: bytes) -> float | None:
+    """Run delay in seconds from a ``/proc/<pid>/schedstat`` line (``exec_ns delay_ns
+    timeslices``); None on anything else."""
+    fields = data.split()
+    if len(fields) != 3:
+        return None
+    try:
+        delay_ns = int(fields[1])
+    except ValueError:
+        return None
+    return delay_ns / 1e9 if delay_ns >= 0 else None
+
+
 def hidepid_from_mounts(text: str, proc_root: str = "/proc") -> str | None:
     """The ``hidepid`` setting of the procfs mounted at ``proc_root``, or None when off.
 
@@ -188,14 +202,20 @@ class _StatFile:
     new process can never be mistaken for the old one through it.
     """
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "sched_fd")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        #: ``/proc/<pid>/schedstat``, opened on the first read of the run delay (-1: not).
+        self.sched_fd = -1
 
     def close(self) -> None:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.sched_fd >= 0:
+            fd, self.sched_fd = self.sched_fd, -1
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -336,9 +356,37 @@ class _ProcfsReader:
         self._threads.pop(pid, None)
 
     def release(self, handle: object) -> None:
-        if isinstance(handle, _StatFile) and handle.fd >= 0:
+        if isinstance(handle, _StatFile) and (handle.fd >= 0 or handle.sched_fd >= 0):
+            self.kept -= (handle.fd >= 0) + (handle.sched_fd >= 0)
             handle.close()
-            self.kept -= 1
+
+    def run_delay_s(self, pid: int, handle: object = None) -> float | None:
+        """Seconds the process's main thread has spent runnable but waiting for a CPU
+        (``/proc/<pid>/schedstat``, second field, in ns); None where the kernel has no
+        schedstat (CONFIG_SCHED_INFO off) or the line is not three numbers.
+
+        The main thread's figure: a worker is one thread that matters, and so is the
+        trainer's Python loop; summing every thread would need a read per thread.
+        """
+        data: bytes | None = None
+        if isinstance(handle, _StatFile):
+            if handle.sched_fd < 0 and handle.fd >= 0 and self.kept < self.max_kept:
+                try:
+                    handle.sched_fd = os.open(f"{self.root}/{pid}/schedstat", os.O_RDONLY)
+                    self.kept += 1
+                except OSError:
+                    handle.sched_fd = -1
+            if handle.sched_fd >= 0:
+                try:
+                    data = os.pread(handle.sched_fd, 128, 0)
+                except OSError:
+                    return None
+        if data is None:
+            try:
+                data = self._read(f"{self.root}/{pid}/schedstat")
+            except (_Gone, _Denied, _Failed):
+                return None
+        return parse_schedstat(data)
 
     def threads_named(self, pid: int, name: str) -> list[int]:
         """Thread ids of ``pid`` whose thread name (``comm``) is ``name``.
@@ -451,6 +499,9 @@ class _PsutilReader:
     def threads_named(self, pid: int, name: str) -> list[int]:
         return []  # thread names are not portable; pin-memory CPU stays None here
 
+    def run_delay_s(self, pid: int, handle: object = None) -> float | None:
+        return None  # no portable run-delay figure (Linux reads /proc/<pid>/schedstat)
+
     def thread_cpu_s(self, pid: int, tid: int) -> float:
         raise _Failed("thread CPU not available")
 
@@ -477,6 +528,7 @@ class _Watched:
     pin_tids: list[int] = field(default_factory=list)
     pin_last_cpu_s: float | None = None
     pin_last_t: float | None = None
+    last_delay_s: float | None = None
 
 
 def _pct(
@@ -601,16 +653,21 @@ class ProcessMonitor:
                 # Same number, another process: the one we watched is gone.
                 self._drop(pid, report, "exited (its PID now belongs to another process)")
                 continue
+            delay: float | None = None
             if st.state == psutil.STATUS_ZOMBIE:
                 cpu = None
-                w.last_cpu_s = None
+                w.last_cpu_s = w.last_delay_s = None
                 self._note(report, f"zombie:{pid}:{w.start}",
                            f"PID {pid} ({'trainer' if w.role == 'trainer' else 'worker'}) is a "
                            "zombie: it has exited and its parent has not reaped it; no CPU "
                            "figure.")
             else:
+                delay_s = self._reader.run_delay_s(pid, w.handle)
                 cpu = _pct(st.cpu_s, w.last_cpu_s, now, w.last_t)
-                w.last_cpu_s, w.last_t = st.cpu_s, now
+                if delay_s is not None:
+                    delay = _pct(delay_s, w.last_delay_s, now, w.last_t)
+                    delay = None if delay is None else min(delay, 100.0)
+                w.last_cpu_s, w.last_t, w.last_delay_s = st.cpu_s, now, delay_s
             samples.append(
                 ProcessSample(
                     pid=pid,
@@ -622,6 +679,7 @@ class ProcessMonitor:
                     card_ids=list(w.card_ids),
                     pin_cpu_pct=self._pin_pct(w, now) if w.role == "trainer" else None,
                     num_threads=st.num_threads,
+                    run_delay_pct=delay,
                 )
             )
         return samples

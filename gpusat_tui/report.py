@@ -77,7 +77,7 @@ GAP_INTERVALS = 3.0
 #: A stretch is explained by the verdict this many polls before its end (see `_Runs`).
 EXPLAIN_LAG_POLLS = 4
 #: Kinds that make a stretch "worst" (idle and unknown are not a training problem).
-BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced")
+BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced", "stalled")
 JOB_ID = "job"
 #: Chart values (percentages) outside ±this are skipped, not drawn (plotext overflows on 1e308).
 CHART_LIMIT = 1000.0
@@ -581,7 +581,9 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
             for stretch in worst:
                 part += _stretch_lines(stretch)
         else:
-            part.append("worst stretches: none (never starving, fragmenting or imbalanced)")
+            part.append(
+                "worst stretches: none (never starving, fragmenting, imbalanced or stalled)"
+            )
         out.append(clean_block("\n".join(part)))
     probed = [p for p in data.processes if p.probe is not None]
     if probed:  # issue 12: what the probe measured inside each trainer

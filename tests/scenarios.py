@@ -182,8 +182,10 @@ def _job(
     worker_dstate: float = 0.0,
     trainer_pid: int = TRAINER_PID,
     card_ids: tuple[str, ...] = (),
+    worker_delay: tuple[float, float] | None = None,
 ) -> list[ProcessSample]:
-    """A trainer and its DataLoader workers with CPU drawn from the given ranges."""
+    """A trainer and its DataLoader workers with CPU (and, where given, the workers' run delay:
+    time queued for a CPU) drawn from the given ranges."""
     procs = [
         ProcessSample(
             pid=trainer_pid, role="trainer", name="python",
@@ -197,6 +199,9 @@ def _job(
             ProcessSample(
                 pid=trainer_pid + 1 + w, role="dataloader_worker", name="pt_data_worker",
                 cpu_pct=round(rng.uniform(*worker_cpu), 1), state=state, trainer_pid=trainer_pid,
+                run_delay_pct=(
+                    None if worker_delay is None else round(rng.uniform(*worker_delay), 1)
+                ),
             )
         )
     return procs
@@ -359,6 +364,89 @@ def _ascend_cards(tick: int, rng: random.Random) -> list[FakeCard]:
     return [dataclasses.replace(card, power_w=round(rng.uniform(290, 320), 1))]
 
 
+# --- multi-card jobs, stalls and contention (issue 11) ------------------------------------------
+
+#: One swing of a starving card's utilisation, poll by poll (the issue's example): every card
+#: of the phase-noise scenarios runs through it, each shifted by its own number of polls.
+PHASE_CYCLE = (0.0, 100.0, 20.0, 90.0, 5.0)
+
+
+def _phase_cards(n: int) -> CardsFn:
+    def cards(tick: int, rng: random.Random) -> list[FakeCard]:
+        return [
+            _card(i, PHASE_CYCLE[(tick + i) % len(PHASE_CYCLE)] + rng.uniform(-2, 2), 60.0,
+                  rng.uniform(0.25, 0.40))
+            for i in range(n)
+        ]
+    return cards
+
+
+def _ranks(n: int, slow: int | None = None, **job: object) -> ProcsFn:
+    """DDP: one trainer per card with its own workers (pegged on every rank unless ``job``
+    says otherwise; ``slow``: the one rank whose workers are pegged)."""
+    def procs(tick: int, rng: random.Random) -> list[ProcessSample]:
+        out: list[ProcessSample] = []
+        for rank in range(n):
+            if slow is None:
+                cpu = job.get("worker_cpu", (94.0, 100.0))
+            else:
+                cpu = (95.0, 100.0) if rank == slow else (30.0, 45.0)
+            out += _job(
+                rng, trainer_cpu=job.get("trainer_cpu", (25.0, 35.0)),  # type: ignore[arg-type]
+                workers=job.get("workers", 4), worker_cpu=cpu,  # type: ignore[arg-type]
+                trainer_pid=6000 + 100 * rank, card_ids=(f"nvidia:{rank}",),
+            )
+        return out
+    return procs
+
+
+def _straggler_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    return [_card(0, rng.uniform(87, 94), 72.0, rng.uniform(0.80, 0.88)),
+            _card(1, rng.uniform(26, 34), 72.0, rng.uniform(0.30, 0.36))]
+
+
+def _collective_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    # Measured in an emulated 2-rank job: the waiting rank spins in all-reduce at 96 % util
+    # and 41 % of cap; the slow rank computes at 96 % util and 82 % of cap.
+    return [_card(0, rng.uniform(94, 98), 70.0, rng.uniform(0.38, 0.44)),
+            _card(1, rng.uniform(94, 98), 70.0, rng.uniform(0.79, 0.85))]
+
+
+def _collective_gpm_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    # GPM (NVIDIA profiling counters) shows it without power: SM activity is measured.
+    waiting, slow = _collective_cards(tick, rng)
+    return [
+        dataclasses.replace(waiting, power_w=None, power_cap_w=None,
+                            extras={"sm_active_pct": round(rng.uniform(10, 16), 1),
+                                    "tensor_active_pct": round(rng.uniform(0, 2), 1)}),
+        dataclasses.replace(slow, power_w=None, power_cap_w=None,
+                            extras={"sm_active_pct": round(rng.uniform(72, 80), 1),
+                                    "tensor_active_pct": round(rng.uniform(35, 45), 1)}),
+    ]
+
+
+def _stalled_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    return [_card(0, 0.0, 71.0, rng.uniform(0.17, 0.19))]
+
+
+def _stalled_job(tick: int, rng: random.Random) -> list[ProcessSample]:
+    # A hung collective or a deadlock: the trainer blocks (0-2 % CPU), its workers have
+    # filled their prefetch queues and sleep.
+    procs = _job(rng, trainer_cpu=(0, 2), workers=4, worker_cpu=(0, 1))
+    return [p.model_copy(update={"state": "sleeping"}) for p in procs]
+
+
+def _contended_workers(tick: int, rng: random.Random) -> list[ProcessSample]:
+    # Eight decoding workers on an 8-core host shared with another job: each gets 70-80 % of
+    # a core and waits 15-25 % of the time in the run queue.
+    return _job(rng, trainer_cpu=(20, 30), workers=8, worker_cpu=(70, 80),
+                worker_delay=(15, 25))
+
+
+def _contended_host(tick: int, rng: random.Random) -> HostSample:
+    return _host(rng, (95, 100), (0.5, 2), count=8)
+
+
 _LIST: tuple[Scenario, ...] = (
     Scenario(
         "saturated_steady", "Utilisation 96-100 %, power 82-90 % of cap, VRAM steady.",
@@ -403,7 +491,8 @@ _LIST: tuple[Scenario, ...] = (
         seed=8,
         expected_cards={
             0: Expectation("saturated"), 1: Expectation("saturated"),
-            2: Expectation("saturated"), 3: Expectation("starving", "input-bound"),
+            # The straggler's own badge (issue 11): its pegged workers stay in its why.
+            2: Expectation("saturated"), 3: Expectation("imbalanced", "straggler"),
         },
     ),
     Scenario(
@@ -452,4 +541,60 @@ _LIST: tuple[Scenario, ...] = (
     ),
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST}
+_PHASE_NOISE = tuple(
+    Scenario(
+        f"phase_noise_{n}_cards",
+        f"DDP on {n} cards, every rank input-bound alike: utilisation 0/100/20/90/5 %, each card "
+        "shifted by a poll; levels equal, so never imbalanced.",
+        # 2 workers a rank on 8 cards keeps the recorded session small.
+        Expectation("starving", "input-bound"), _phase_cards(n),
+        _ranks(n, workers=4 if n < 8 else 2), _input_host,
+        seed=20 + n, ticks=40,
+    )
+    for n in (2, 4, 8)
+)
+
+_ISSUE_11: tuple[Scenario, ...] = (
+    *_PHASE_NOISE,
+    Scenario(
+        "straggler_2_cards",
+        "DDP on 2 cards: rank 0 at 87-94 %, rank 1 at 26-34 % with its workers pegged, every poll.",
+        Expectation("imbalanced", "straggler"), _straggler_cards, _ranks(2, slow=1), _ddp_host,
+        seed=30,
+        expected_cards={0: Expectation("saturated"), 1: Expectation("imbalanced", "straggler")},
+    ),
+    Scenario(
+        "collective_wait",
+        "DDP on 2 cards, both at 94-98 % util: rank 0 at 38-44 % of cap (waiting in all-reduce), "
+        "rank 1 at 79-85 % (computing, the slow one).",
+        Expectation("imbalanced", "straggler"), _collective_cards,
+        _ranks(2, worker_cpu=(30.0, 45.0), trainer_cpu=(60.0, 80.0)), _ddp_host, seed=31,
+        expected_cards={0: Expectation("starving", "collective-wait"),
+                        1: Expectation("imbalanced", "straggler")},
+    ),
+    Scenario(
+        "collective_wait_gpm",
+        "The collective wait without power figures, seen in GPM SM activity: 10-16 % on the "
+        "waiting rank, 72-80 % on the slow one.",
+        Expectation("imbalanced", "straggler"), _collective_gpm_cards,
+        _ranks(2, worker_cpu=(30.0, 45.0), trainer_cpu=(60.0, 80.0)), _ddp_host, seed=32,
+        expected_cards={0: Expectation("starving", "collective-wait"),
+                        1: Expectation("imbalanced", "straggler")},
+    ),
+    Scenario(
+        "stalled",
+        "VRAM held at 71 %, utilisation 0, the trainer and its workers at ~0 % CPU, no I/O: "
+        "starving (cause unknown) until it has lasted 20 s, then stalled.",
+        Expectation("stalled"), _stalled_cards, _stalled_job, _calm_host, seed=33, ticks=40,
+        change_at=20, before=Expectation("starving", "unknown"),
+    ),
+    Scenario(
+        "starving_contended",
+        "Utilisation bursts then waits; 8 workers at 70-80 % CPU each, queued 15-25 % of the time "
+        "for a CPU on a full 8-core host: CPU-bound under contention.",
+        Expectation("starving", "input-bound"), _starving_cards, _contended_workers,
+        _contended_host, seed=34,
+    ),
+)
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (*_LIST, *_ISSUE_11)}

@@ -339,8 +339,45 @@ def test_starving_with_the_trainer_pegged_is_host_bound(fake_bin: FakeBin) -> No
     }
     assert_verdicts(report, scenario, spec.vendor)
     why = report["cards"][0]["verdict"]["why"]
-    assert any(w.startswith("trainer at ") and "(pegged) while 2 workers at" in w
-               for w in why), why
+    # Pegged, or (on a loaded machine) held under the line but queued for a CPU.
+    assert any(w.startswith("trainer at ") and "while 2 workers at" in w
+               and ("(pegged)" in w or "queued for a CPU" in w) for w in why), why
+
+
+def test_more_busy_workers_than_cores_are_input_bound_by_run_delay(fake_bin: FakeBin) -> None:
+    """Three spinning workers per core: each gets a third of a core (far under the 85 %
+    pegged line, and together under it too), but waits the rest of the time in the run
+    queue. Judged by the run delay, they are CPU-bound, and the host oversubscribed."""
+    scenario = SCENARIOS["starving_contended"]
+    cores = len(os.sched_getaffinity(0))
+    workers = min(3 * cores, 24)
+    with busy_tree("--workers", str(workers), "--worker-burn-s", "inf") as tree:
+        spec = spec_named("nvidia-smi")
+        fake_bin.add_for_spec(spec, scenario_steps(scenario, range(12)))
+        report = run_check(fake_bin, "--duration", DURATION, "--pid", str(tree.trainer))
+    assert processes_of(report) == {
+        tree.trainer: "trainer", **{w: "dataloader_worker" for w in tree.workers}
+    }
+    assert_verdicts(report, scenario, spec.vendor)
+    why = report["cards"][0]["verdict"]["why"]
+    assert any("queued for a CPU" in w or "CPU-bound" in w for w in why), why
+    assert any(w.startswith("the host is oversubscribed: workers wait for a CPU") for w in why), why
+
+
+def test_a_job_with_nothing_running_for_20_s_is_stalled(fake_bin: FakeBin) -> None:
+    """A real trainer and workers that sleep (0 % CPU) beside a card that holds its VRAM at
+    util 0: ``check`` says stalled once it has lasted ``stall_min_s`` (20 s: this test takes
+    about 22 s), with how long and the py-spy advice for the real PID."""
+    scenario = SCENARIOS["stalled"]
+    with busy_tree("--workers", "2", max_s=60.0) as tree:
+        spec = spec_named("nvidia-smi")
+        fake_bin.add_for_spec(spec, scenario_steps(scenario, range(30, 130)))
+        report = run_check(fake_bin, "--duration", "22", "--pid", str(tree.trainer))
+    assert report["verdict"] == "stalled", json.dumps(report["cards"], indent=1)
+    verdict = report["cards"][0]["verdict"]
+    assert verdict["kind"] == "stalled"
+    assert verdict["why"][0].startswith("stalled for at least 2"), verdict["why"]
+    assert any(f"py-spy dump --pid {tree.trainer}" in a for a in verdict["advice"])
 
 
 # --- a step change --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ RECORDING_V1_FIELDS = {
     model.CardProcess: {"pid", "card_id", "name", "mem_used_mib"},
     model.ProcessSample: {
         "pid", "role", "name", "cpu_pct", "state", "trainer_pid", "card_ids", "pin_cpu_pct",
-        "num_threads",
+        "num_threads", "run_delay_pct",
     },
     model.HostSample: {"cpu_pct", "iowait_pct", "cpu_count"},
     model.ProbeSample: {
@@ -64,7 +64,7 @@ def test_vendor_and_verdict_names_are_pinned() -> None:
         "gaudi", "iluvatar", "enflame", "metax", "intel", "neuron", "tpu", "jetson", "tenstorrent",
     )
     assert model.VERDICT_KINDS == (
-        "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown"
+        "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown", "stalled"
     )
 
 

@@ -164,7 +164,7 @@ def test_text_report_has_shares_chart_and_stretches() -> None:
 
 def test_text_report_of_a_quiet_session_says_so() -> None:
     text = render_text(analyse(REPO / "samples/sessions/saturated.jsonl"), width=80)
-    assert "worst stretches: none (never starving, fragmenting or imbalanced)" in text
+    assert "worst stretches: none (never starving, fragmenting, imbalanced or stalled)" in text
 
 
 def test_bad_lines_are_counted_in_the_report(tmp_path: Path) -> None:

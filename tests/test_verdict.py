@@ -412,11 +412,16 @@ def test_imbalanced_names_the_lagging_card() -> None:
     result = judge(frames_of(ticks))
     assert (result.job.kind, result.job.cause) == ("imbalanced", "straggler")
     assert result.job.why[0] == (
-        "nvidia:3 at 30 % while nvidia:0, nvidia:1, nvidia:2 run at 92 % (GPU-Util medians): "
-        "the cards of one job are uneven, and every step waits for the slowest"
+        "nvidia:3 at 30 % while nvidia:0, nvidia:1, nvidia:2 run at 92 % (GPU-Util levels, the "
+        "mean of the middle half): the cards of one job are uneven, and every step waits for "
+        "the slowest"
     )
-    assert result.cards["nvidia:3"].why[-1] == "lags the job: 30 % vs 92 % on nvidia:0, " \
-        "nvidia:1, nvidia:2"
+    straggler = result.cards["nvidia:3"]
+    assert (straggler.kind, straggler.cause) == ("imbalanced", "straggler")
+    assert straggler.why[0] == "lags the job: 30 % vs 92 % on nvidia:0, nvidia:1, nvidia:2"
+    assert straggler.why[1] == "the gap held in each of 3 stretches of the last 5 s, not at one " \
+        "instant"
+    assert "on its own figures: starving (unknown)" in straggler.why
     assert result.cards["nvidia:0"].kind == "saturated"
     assert any("NCCL_DEBUG=INFO" in a for a in result.job.advice)
 
@@ -493,7 +498,7 @@ def test_thresholds_are_one_frozen_hashable_dataclass() -> None:
     assert judge(frames_of([[card(95.0, power_frac=None, cap=None)]] * 5), strict).job.kind \
         == "starving"
     assert set(STARVING_CAUSES) == {"input-bound", "io-bound", "host-bound", "light-kernels",
-                                    "unknown"}
+                                    "collective-wait", "unknown"}
 
 
 # --- the tracker -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.evidence import HostEvidence, Stall
 from gpusat_tui.analysis.facts import (
     CardFacts,
     FrameFacts,
@@ -22,7 +22,16 @@ from gpusat_tui.analysis.facts import (
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import Stats, interval_s
-from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, gib, pct, plural, util_nature
+from gpusat_tui.analysis.wording import (
+    ALLOC_CONF_VARS,
+    duration,
+    gib,
+    pct,
+    plural,
+    stall_span,
+    stalled_advice,
+    util_nature,
+)
 from gpusat_tui.model import UTIL_LABELS, Frame, Verdict
 
 __all__ = [
@@ -223,8 +232,12 @@ def judge_card(
     card_id: str,
     thresholds: Thresholds,
     evidence: Callable[[str], HostEvidence],
+    stall: Callable[[str, Thresholds], Stall | None] | None = None,
     measured: Callable[[str], Measured | None] | None = None,
 ) -> tuple[Verdict, CardFigures | None]:
+    """The card's verdict in the window, and its figures (None when it is unknown).
+    ``stall(card_id, th)`` gives how long the card has been stalled, looking back beyond the
+    window where the caller has the history (see `verdict.judge_prepared`)."""
     everything, fresh, vendor, th = _readings(facts, card_id, thresholds)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
@@ -285,17 +298,20 @@ def judge_card(
             figs.sm_active = sm
             figs.tensor = clean_stats(c.tensor_active for c in fresh)
     figs.throttle, figs.throttle_n = _throttle_counts(fresh)
+    stalled = (lambda: stall(card_id, th)) if stall is not None else None
     meas = measured(card_id) if measured is not None else None
-    return decide(figs, th, lambda: evidence(card_id), meas), figs
+    return decide(figs, th, lambda: evidence(card_id), stalled, meas), figs
 
 
 def decide(
     f: CardFigures,
     th: Thresholds,
     evidence: Callable[[], HostEvidence],
+    stall: Callable[[], Stall | None] | None = None,
     measured: Measured | None = None,
 ) -> Verdict:
-    """The card's verdict; ``evidence`` (the host figures) is only read for ``starving``.
+    """The card's verdict; ``evidence`` (the host figures) is only read for ``starving``, and
+    ``stall`` only for a card holding memory with no utilisation.
 
     ``measured`` (the probe in the trainer that drives the card, issue 12) goes first where it
     decides: a data wait at or above ``data_wait_starving_pct`` is starving whatever the
@@ -303,7 +319,7 @@ def decide(
     rules out an input-side cause. Without it the verdict is inferred from outside only and an
     unsure one says how to measure (`RUN_ADVICE`).
     """
-    verdict = _decide(f, th, evidence, measured)
+    verdict = _decide(f, th, evidence, stall, measured)
     if measured is not None:
         from gpusat_tui.analysis.probe_rules import with_measurement
 
@@ -320,6 +336,7 @@ def _decide(
     f: CardFigures,
     th: Thresholds,
     evidence: Callable[[], HostEvidence],
+    stall: Callable[[], Stall | None] | None,
     measured: Measured | None,
 ) -> Verdict:
     u = f.util
@@ -461,7 +478,20 @@ def _decide(
         why.append(throttle_line)
         return make_verdict("saturated", None, why, saturated_advice, 0.6, f.n)
 
-    # 4. starving
+    # 4. stalled: memory held, nothing running on the card or on its host side, for long
+    short_stall: str | None = None
+    if stall is not None and held and u.median <= th.idle_util_pct:
+        found = stall()
+        if found is not None and found.seconds >= th.stall_min_s:
+            return _stalled(f, th, found, power_line)
+        if found is not None and found.polls >= 2:
+            short_stall = (
+                f"nothing has run on the card or its processes for {duration(found.seconds)}: "
+                f"not yet a stall (called after {duration(th.stall_min_s)}; a pause between "
+                "epochs is shorter)"
+            )
+
+    # 5. starving
     why = [util_line]
     if busy and sm is not None:
         verdict_on_sm = (
@@ -491,4 +521,30 @@ def _decide(
     if gpm_line and not busy:
         why.append(gpm_line)
     cause, cwhy, cadvice, conf = starving_cause(evidence(), th, light=light, label=f.label)
+    if short_stall:
+        cwhy.append(short_stall)
     return make_verdict("starving", cause, why + cwhy + [throttle_line], cadvice, conf, f.n)
+
+
+def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> Verdict:
+    span = stall_span(found.seconds, found.open_start)
+    mem = f" ({pct(found.mem_pct)} used)" if found.mem_pct is not None else ""
+    who = plural(len(found.trainer_pids) or 1, "trainer")
+    if found.n_workers:
+        who += f" and {plural(found.n_workers, 'DataLoader worker')}"
+    host = "no process in disk wait"
+    if found.iowait is not None:
+        host += f", host iowait {pct(found.iowait)}"
+    why = [
+        f"stalled for {span}: {f.label} at or below {pct(th.idle_util_pct)} in every poll "
+        f"while the card holds its VRAM{mem}",
+        f"the {who} at most {pct(found.max_cpu)} CPU all that time, {host}: nothing runs "
+        "on the host side either, so this is not waiting for input",
+        power_line,
+        f"a stall is called after {duration(th.stall_min_s)} of this: a pause between epochs "
+        "or for an evaluation is shorter",
+    ]
+    if found.trainer_states and set(found.trainer_states) & {"stopped", "tracing-stop"}:
+        why.insert(1, "the trainer is stopped (state T)")
+    advice = stalled_advice(f.vendor, found.trainer_pids, found.trainer_states)
+    return make_verdict("stalled", None, why, advice, 0.75, f.n)

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpusat_tui.analysis.facts import FrameFacts, ProcFacts
+from gpusat_tui.analysis.thresholds import Thresholds
 
-__all__ = ["EvidenceCache", "HostEvidence", "ProcessTie", "host_evidence"]
+__all__ = ["EvidenceCache", "HostEvidence", "ProcessTie", "Stall", "host_evidence", "stall_run"]
 
 
 class ProcessTie:
@@ -115,6 +116,13 @@ class HostEvidence:
     host_cpu: float | None = None
     cpu_count: int | None = None
     foreign_processes: bool = False
+    #: Run delay (percent of wall time waiting for a CPU), medians across polls: of the
+    #: workers (median worker per poll), and of the trainer. None where not measured.
+    worker_delay: float | None = None
+    trainer_delay: float | None = None
+    #: What the workers asked for: CPU % + run delay %, median worker per poll, median across
+    #: polls (None without run delay figures).
+    worker_demand: float | None = None
 
     @property
     def has_processes(self) -> bool:
@@ -142,6 +150,9 @@ def host_evidence(
     states = 0
     iowaits: list[float] = []
     host_cpus: list[float] = []
+    worker_delays: list[float] = []
+    worker_demands: list[float] = []
+    trainer_delays: list[float] = []
     for i, ff in enumerate(facts):
         procs = ff.procs
         if tied_sets is None:
@@ -157,13 +168,21 @@ def host_evidence(
         pins = [p.pin for p in tied if p.is_trainer and p.pin is not None]
         if pins:
             pin_cpus.append(max(pins))
+        t_delay = [p.run_delay for p in tied if p.is_trainer and p.run_delay is not None]
+        if t_delay:
+            trainer_delays.append(max(t_delay))
         n_workers = 0
         w_cpu: list[float] = []
+        w_delay: list[float] = []
+        w_demand: list[float] = []
         for p in tied:
             if p.is_worker:
                 n_workers += 1
                 if p.cpu is not None:
                     w_cpu.append(p.cpu)
+                    if p.run_delay is not None:
+                        w_delay.append(p.run_delay)
+                        w_demand.append(p.cpu + p.run_delay)
             if p.state is not None:
                 states += 1
                 d_states += p.state == "disk-sleep"
@@ -172,6 +191,9 @@ def host_evidence(
         if w_cpu:
             worker_meds.append(statistics.median(w_cpu))
             worker_sums.append(sum(w_cpu))
+        if w_delay:
+            worker_delays.append(statistics.median(w_delay))
+            worker_demands.append(statistics.median(w_demand))
         if ff.iowait is not None:
             iowaits.append(ff.iowait)
         if ff.host_cpu is not None:
@@ -186,4 +208,120 @@ def host_evidence(
     ev.dstate_frac = d_states / states if states else None
     ev.iowait = _median(iowaits)
     ev.host_cpu = _median(host_cpus)
+    ev.worker_delay = _median(worker_delays)
+    ev.worker_demand = _median(worker_demands)
+    ev.trainer_delay = _median(trainer_delays)
     return ev
+
+
+@dataclass(frozen=True)
+class Stall:
+    """How long a card has held its memory with nothing running on it or on its host side."""
+
+    #: Seconds from the first to the last poll of the stall (the latest fresh reading).
+    seconds: float
+    #: The stall reaches back to the first reading in the history given: it may be longer.
+    open_start: bool
+    polls: int
+    mem_pct: float | None
+    #: Trainer PIDs tied to the card during the stall (for ``py-spy dump --pid``).
+    trainer_pids: tuple[object, ...]
+    n_workers: int
+    #: Highest CPU % of any tied process during the stall.
+    max_cpu: float
+    #: psutil states seen on the trainer(s) ("stopped": a paused process).
+    trainer_states: tuple[str, ...]
+    iowait: float | None
+
+
+def _stalled_poll(
+    ff: FrameFacts, card_id: str, tie: ProcessTie, th: Thresholds
+) -> tuple[list[ProcFacts], float] | None:
+    """The tied processes and their highest CPU % when this poll shows no work anywhere."""
+    reading = ff.cards[card_id]
+    if reading.util is None or reading.util > th.idle_util_pct:
+        return None
+    if reading.mem_pct is not None:
+        if reading.mem_pct < th.held_vram_pct:
+            return None
+    elif reading.mem_used is None or reading.mem_used < th.held_vram_mib:
+        return None
+    if ff.iowait is not None and ff.iowait >= th.iowait_high_pct:
+        return None
+    if tie.any_card_ids:
+        tied = [p for p in ff.procs if card_id in tie.tied_cards(p)]
+    else:
+        tied = list(ff.procs)
+    figures = [p.cpu for p in tied if p.cpu is not None]
+    figures += [p.pin for p in tied if p.pin is not None]
+    if not figures or not any(p.is_trainer for p in tied):
+        return None  # no process evidence: a stall cannot be told from waiting for input
+    # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
+    if max(figures) > 3 * th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
+        return None
+    return tied, max(figures)
+
+
+def stall_run(
+    facts: Sequence[FrameFacts], card_id: str, tie: ProcessTie, th: Thresholds
+) -> Stall | None:
+    """The stall that ends at the card's latest fresh reading, however short; None if that
+    reading shows work (or no evidence). ``th`` are the card's (vendor) thresholds."""
+    last_t: float | None = None
+    first_t: float | None = None
+    polls = 0
+    trainers: dict[object, None] = {}
+    states: dict[str, None] = {}
+    workers = 0
+    max_cpu = 0.0
+    mems: list[float] = []
+    iowaits: list[float] = []
+    reached_first = True
+    blip = False
+    for ff in reversed(facts):
+        reading = ff.cards.get(card_id)
+        if reading is None or not reading.fresh:
+            continue
+        found = _stalled_poll(ff, card_id, tie, th)
+        if found is None or ff.t is None:
+            reached_first = False
+            break
+        tied, cpu = found
+        # One poll a little above the line (a timer thread, a log flush, CPU time counted in
+        # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
+        # poll, do.
+        if cpu > th.stall_cpu_pct:
+            if blip or last_t is None:
+                reached_first = False
+                break
+            blip = True
+        else:
+            blip = False
+        if last_t is None:
+            last_t = ff.t
+        first_t = ff.t
+        polls += 1
+        max_cpu = max(max_cpu, cpu)
+        workers = max(workers, sum(p.is_worker for p in tied))
+        for p in tied:
+            if p.is_trainer:
+                trainers.setdefault(p.pid, None)
+                if p.state:
+                    states.setdefault(p.state, None)
+        if reading.mem_pct is not None:
+            mems.append(reading.mem_pct)
+        if ff.iowait is not None:
+            iowaits.append(ff.iowait)
+    if last_t is None or first_t is None:
+        return None
+    return Stall(
+        seconds=max(0.0, last_t - first_t),
+        open_start=reached_first,
+        polls=polls,
+        mem_pct=_median(mems),
+        trainer_pids=tuple(trainers),
+        n_workers=workers,
+        max_cpu=max_cpu,
+        trainer_states=tuple(states),
+        iowait=_median(iowaits),
+    )

@@ -59,6 +59,8 @@ class ProcFacts:
     pin: float | None
     #: The psutil state when it is a string (anything else is not counted).
     state: str | None
+    #: Percent of wall time runnable but waiting for a CPU (None where not measured).
+    run_delay: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +192,8 @@ class FrameFacts:
     iowait: float | None
     host_cpu: float | None
     cpu_count: int | None
+    #: The frame's time when usable (`num`), for the rules that measure durations.
+    t: float | None = None
     #: What the probes in the trainers measured (issue 12); empty without a probe.
     probes: tuple[ProbeFacts, ...] = ()
 
@@ -215,6 +219,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 cpu=num(getattr(proc, "cpu_pct", None)),
                 pin=num(getattr(proc, "pin_cpu_pct", None)),
                 state=state if isinstance(state, str) else None,
+                run_delay=num(getattr(proc, "run_delay_pct", None)),
             )
         )
     iowait = host_cpu = None
@@ -226,7 +231,9 @@ def frame_facts(frame: Frame) -> FrameFacts:
         count = getattr(host, "cpu_count", None)
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
-    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, probe_facts(frame))
+    t = num(getattr(frame, "t", None))
+    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
+                      probes=probe_facts(frame))
 
 
 def pct_or_none(value: object) -> float | None:

@@ -21,19 +21,17 @@ import statistics
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
 
+from gpusat_tui.analysis.job import SEVERITY
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
 
 __all__ = ["FleetTracker", "lagging_hosts"]
 
-#: Severity order used when the hosts' verdicts are summarised (first wins).
-_SEVERITY = ("imbalanced", "starving", "fragmenting", "saturated", "idle", "unknown")
-
-
 def _rank(kind: str) -> float:
-    """Severity rank; a kind added to VERDICT_KINDS later (``stalled``) ranks just after
-    ``imbalanced``: a new kind names a problem."""
-    return _SEVERITY.index(kind) if kind in _SEVERITY else 0.5
+    """Severity rank, in the verdict engine's one order (`job.SEVERITY`, first wins); a kind
+    a newer exporter sends that this one does not know ranks just after ``imbalanced``: a new
+    kind names a problem."""
+    return SEVERITY.index(kind) if kind in SEVERITY else SEVERITY.index("imbalanced") + 0.5
 
 _VerdictLookup = Callable[[], Mapping[str, object]]
 

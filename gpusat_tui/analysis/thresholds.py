@@ -61,10 +61,29 @@ class Thresholds:
     dstate_frac: float = 0.30
     #: Host CPU at or above this leaves no room for more workers.
     host_busy_pct: float = 85.0
-    #: Imbalanced: a card whose utilisation is at most ``imbalance_ratio`` of the leader's
-    #: and at least ``imbalance_gap_pct`` points below it.
+    #: A worker (or the trainer) whose main thread waits for a CPU (runnable, not running:
+    #: the schedstat run delay) this share of wall time or more is queued: the host is
+    #: oversubscribed. CPU % + run delay % is what the process asked for; at or above the
+    #: pegged line it is CPU-bound even when contention holds its CPU % below that line.
+    run_delay_high_pct: float = 10.0
+    #: Imbalanced: a card whose level (median over the window) is at most ``imbalance_ratio``
+    #: of the leader's and at least ``imbalance_gap_pct`` points below it (utilisation or SM
+    #: activity; ``imbalance_power_gap_pct`` points of power share of cap), with the gap holding
+    #: in every third of the window, not at one instant (see `job`).
     imbalance_gap_pct: float = 35.0
     imbalance_ratio: float = 0.60
+    imbalance_power_gap_pct: float = 30.0
+    #: When a card of the group swings (span >= ``swing_util_pct``), imbalance needs at least
+    #: this many seconds of evidence: a few polls of two swinging cards always look uneven.
+    imbalance_swing_min_s: float = 10.0
+    #: Stalled: VRAM held, utilisation at or below ``idle_util_pct``, the trainer and its
+    #: workers at or below ``stall_cpu_pct`` CPU, no disk waits, for at least ``stall_min_s``
+    #: (shorter pauses, such as the few seconds between epochs, are not a stall).
+    stall_cpu_pct: float = 10.0
+    stall_min_s: float = 20.0
+    #: How far back the duration rules (imbalance persistence, stall duration) look when the
+    #: tracker judges its short recent window (see `tracker`); at least ``stall_min_s`` is used.
+    history_s: float = 20.0
     # --- measured in the trainer by the probe (``gpusat-tui run``), issue 12 ---------------
     #: Data wait (share of wall time blocked in next(dataloader)) at or above this is
     #: starving whatever the utilisation says (the TensorFlow profiler's "highly input-bound").

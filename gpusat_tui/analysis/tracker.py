@@ -141,10 +141,14 @@ class VerdictTracker:
         facts = [entry[3] for entry in self._frames]
         first = self._frames[0][0]
         cache: dict[int, Assessment] = {}
+        history = self._history_start()
 
         def judged(offset: int) -> Assessment:
             if offset not in cache:
-                cache[offset] = judge_prepared(frames[offset:], facts[offset:], self.thresholds)
+                start = min(offset, history)
+                cache[offset] = judge_prepared(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                )
             return cache[offset]
 
         windows: dict[int, PreparedWindow] = {}
@@ -166,7 +170,10 @@ class VerdictTracker:
             if offset in cache or offset == job_offset or 5 * readers[offset] >= 3 * n_cards:
                 return judged(offset).cards.get(key)
             if offset not in windows:
-                windows[offset] = PreparedWindow(frames[offset:], facts[offset:], self.thresholds)
+                start = min(offset, history)
+                windows[offset] = PreparedWindow(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                )
             return windows[offset].card(key)
 
         # Each card's recent window reaches back to its last `recent_polls` fresh readings, so
@@ -203,10 +210,15 @@ class VerdictTracker:
             frames = [entry[2] for entry in self._frames]
             facts = [entry[3] for entry in self._frames]
             offset = max(0, state.since - self._frames[0][0])
+            start = min(offset, self._history_start())
             if key == JOB_KEY:
-                long = judge_prepared(frames[offset:], facts[offset:], self.thresholds).job
+                long = judge_prepared(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                ).job
             else:
-                window = PreparedWindow(frames[offset:], facts[offset:], self.thresholds)
+                window = PreparedWindow(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                )
                 long = window.card(key)
             shown = state.verdict
             if long is not None and (long.kind, long.cause) == (shown.kind, shown.cause):
@@ -218,6 +230,22 @@ class VerdictTracker:
                     cards[key] = long
                     self._assessment = Assessment(cards=cards, job=self._assessment.job)
         return state.verdict
+
+    def _history_start(self) -> int:
+        """Index of the first frame the duration rules read (imbalance persistence, stall
+        duration): the last ``history_s`` (at least ``stall_min_s``) seconds, reaching back
+        to the last poll at or before that horizon, so that polls a little more than a
+        second apart still give a stall of ``stall_min_s``."""
+        if not self._frames:
+            return 0
+        th = self.thresholds
+        horizon = self._frames[-1][1] - max(th.history_s, th.stall_min_s)
+        start = 0
+        for index, entry in enumerate(self._frames):
+            if entry[1] > horizon:
+                break
+            start = index
+        return start
 
     # --- hysteresis -------------------------------------------------------------------------
 

@@ -17,11 +17,16 @@ How a card is judged, in order (each step quotes the figures that decided it in 
    saturated, with the caveat in ``why``; on a tool without power it is judged on utilisation
    alone, also said in ``why``. Utilisation is a duty cycle (any running kernel counts), so
    power against cap is the better signal where it exists.
-5. ``starving``: anything else that holds VRAM. The ``cause`` comes from the host evidence:
-   ``input-bound`` (DataLoader workers pegged), ``io-bound`` (workers in disk-sleep, or host
-   iowait high), ``host-bound`` (the trainer pegged while workers are not),
-   ``light-kernels`` (utilisation steadily high but power low, with no host bottleneck: small
-   kernels keep the duty cycle up without doing much work), or ``unknown``.
+5. ``stalled``: VRAM held, no utilisation, the trainer and its workers at ~0 % CPU and no
+   disk waits, for at least ``stall_min_s`` (read over the history, see below): a hung
+   collective, a deadlock, a paused process, a checkpoint stuck on storage.
+6. ``starving``: anything else that holds VRAM. The ``cause`` comes from the evidence
+   (`causes`; measured findings outrank inferred ones): ``input-bound`` (DataLoader workers
+   pegged, or asking for a full core once their time queued for a CPU is added),
+   ``io-bound`` (workers in disk-sleep, or host iowait high), ``host-bound`` (the trainer
+   pegged while workers are not), ``light-kernels`` (utilisation steadily high but power low,
+   with no host bottleneck: small kernels keep the duty cycle up without doing much work), or
+   ``unknown``; ``collective-wait`` is set by the job rules.
 
 Medians, not means, decide: one dip or one spike in a short window does not change a verdict,
 and a window that is two thirds new evidence already reads as the new state (this is what lets
@@ -33,8 +38,15 @@ every card: the common single-job machine. Two unrelated jobs on one machine wit
 would then share their host evidence; the ``why`` lines show the figures used so this is visible.
 
 The job verdict is ``imbalanced`` when cards of one job (cards sharing a trainer; or, when every
-trainer drives one card as in DDP, all cards that hold memory) have one lagging far behind the
-others; otherwise it summarises the cards.
+trainer drives one card as in DDP, all cards that hold memory) have one holding the others back,
+persistently over the history (`job`): then the straggler's own badge is ``imbalanced`` too,
+and cards waiting for it in a collective are ``starving``/``collective-wait``. Otherwise the
+job takes the most severe of its cards' kinds (`job.SEVERITY`).
+
+History: `judge_prepared` takes ``context``, a number of frames before the window that only the
+rules measuring a duration read (imbalance persistence, stall duration): the tracker judges
+kinds on a 3-poll recent window, and gives it the last ``Thresholds.history_s`` as history.
+`judge` uses the whole window for both.
 
 Where each part lives (this module is the small public entry and re-exports the names callers
 use):
@@ -53,10 +65,10 @@ from collections.abc import Sequence
 
 from gpusat_tui.analysis.card import CardFigures, is_idle, judge_card, light_figures
 from gpusat_tui.analysis.causes import STARVING_CAUSES
-from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
+from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie, Stall, stall_run
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.job import JOB_KEY, Lag, judge_job, lagging
-from gpusat_tui.analysis.measured import measured_for_card, ranks_of
+from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, Lag, apply_lag, judge_job, lagging
+from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
@@ -65,6 +77,7 @@ __all__ = [
     "ALLOC_CONF_VARS",
     "DEFAULT_THRESHOLDS",
     "JOB_KEY",
+    "SEVERITY",
     "STARVING_CAUSES",
     "FrameFacts",
     "PreparedWindow",
@@ -83,27 +96,73 @@ def judge(window: Sequence[Frame], thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     return judge_prepared(frames, [frame_facts(f) for f in frames], thresholds)
 
 
+class _Window:
+    """What judging one window needs, shared between its cards.
+
+    ``frames[context:]`` is the window judged; the ``context`` frames before it are history
+    that only the rules measuring a duration read (imbalance persistence, stall duration).
+    """
+
+    def __init__(
+        self, frames: Sequence[Frame], facts: Sequence[FrameFacts], thresholds: Thresholds,
+        context: int,
+    ) -> None:
+        context = max(0, min(context, len(facts)))
+        self.frames = frames[context:]
+        self.facts = facts[context:]
+        self.history = facts
+        self.thresholds = thresholds
+        self.ids = _ids(self.facts)
+        self.tie = ProcessTie(self.facts)
+        self.history_tie = self.tie if context == 0 else ProcessTie(facts)
+        self.evidence = EvidenceCache(self.facts, self.tie)
+        self._lags: dict[tuple[str, ...], Lag | None] = {}
+        #: The probed trainers in the window (issue 12).
+        self.ranks = ranks_of(self.facts, thresholds)
+
+    def stall(self, card_id: str, th: Thresholds) -> Stall | None:
+        return stall_run(self.history, card_id, self.history_tie, th)
+
+    def card(self, card_id: str) -> tuple[Verdict, CardFigures | None]:
+        return judge_card(
+            self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
+            self.measured,
+        )
+
+    def measured(self, card_id: str) -> Measured | None:
+        return measured_for_card(self.ranks, card_id)
+
+    def lag(self, active: list[str]) -> Lag | None:
+        key = tuple(active)
+        if key not in self._lags:
+            self._lags[key] = lagging(active, self.history, self.history_tie, self.thresholds)
+        return self._lags[key]
+
+
 def judge_prepared(
     frames: Sequence[Frame],
     facts: Sequence[FrameFacts],
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    context: int = 0,
 ) -> Assessment:
     """`judge` with each frame's `frame_facts` already taken (``facts[i]`` of ``frames[i]``,
     no ``None`` frames): the tracker keeps them so that a frame is read once, not once per
-    window it appears in. Same result as ``judge(frames, thresholds)``."""
-    tie = ProcessTie(facts)
-    evidence = EvidenceCache(facts, tie)
-    ranks = ranks_of(facts, thresholds)
+    window it appears in. Same result as ``judge(frames, thresholds)`` when ``context`` is 0.
+
+    ``context``: the first ``context`` frames are history, not part of the window: the cards
+    are judged on the rest, while imbalance and stalls are judged over all of them (the
+    tracker judges a short recent window, and these rules need a longer view).
+    """
+    window = _Window(frames, facts, thresholds, context)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, CardFigures] = {}
-    for cid in _ids(facts):
-        verdict, figs = judge_card(
-            frames, facts, cid, thresholds, evidence, lambda c: measured_for_card(ranks, c)
-        )
+    for cid in window.ids:
+        verdict, figs = window.card(cid)
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
-    job, verdicts = judge_job(verdicts, figures, tie, thresholds, ranks)
+    job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds)
     return Assessment(cards=verdicts, job=job)
 
 
@@ -119,13 +178,14 @@ def _ids(facts: Sequence[FrameFacts]) -> list[str]:
 class PreparedWindow:
     """One window's card verdicts, judged one card at a time, on demand.
 
-    ``window.card(card_id) == judge_prepared(frames, facts, thresholds).cards.get(card_id)``.
+    ``window.card(card_id) ==
+    judge_prepared(frames, facts, thresholds, context=context).cards.get(card_id)``.
     The tracker re-reads each card's evidence window (every poll since its verdict was
     adopted) on every poll, and cards adopt verdicts at different polls: judging every card
     in every one of those windows cost up to a full judgement of all cards per card. Here only
     the cards asked about are judged in full; of the others only what the job's imbalance test
-    reads is computed, once per window (unknown or idle, and the utilisation median), since a
-    lagging card's ``why`` gains a line from it.
+    reads is computed, once per window (unknown or idle), since a card's verdict changes when
+    it is a straggler or waits for one.
     """
 
     def __init__(
@@ -133,51 +193,32 @@ class PreparedWindow:
         frames: Sequence[Frame],
         facts: Sequence[FrameFacts],
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        *,
+        context: int = 0,
     ) -> None:
-        self._frames = frames
-        self._facts = facts
-        self._thresholds = thresholds
-        self._ids = _ids(facts)
-        self._tie = ProcessTie(facts)
-        self._evidence = EvidenceCache(facts, self._tie)
-        self._ranks = ranks_of(facts, thresholds)
+        self._window = _Window(frames, facts, thresholds, context)
         self._lag: Lag | None = None
         self._lag_done = False
 
     def card(self, card_id: str) -> Verdict | None:
         """The card's verdict in this window (None when the window never shows the card)."""
-        if card_id not in self._ids:
+        window = self._window
+        if card_id not in window.ids:
             return None
-        verdict, figs = judge_card(
-            self._frames, self._facts, card_id, self._thresholds, self._evidence,
-            lambda c: measured_for_card(self._ranks, c),
-        )
-        if len(self._ids) == 1 or figs is None or verdict.kind == "idle":
-            return verdict  # alone, unknown or idle: never a lagging card of a job
-        # Utilisation medians are at most 100, so a card above these lines lags no leader:
-        # the other cards need not be read at all (the common case, a busy card).
-        th = self._thresholds
-        center = figs.util.median
-        if center > 100.0 - th.imbalance_gap_pct or (
-            th.imbalance_ratio >= 0 and center > 100.0 * th.imbalance_ratio
-        ):
-            return verdict
-        lag = self._lagging()
-        if lag is None or card_id not in lag.laggards:
-            return verdict
-        return verdict.model_copy(update={"why": [*verdict.why, lag.line(card_id)]})
+        verdict, figs = window.card(card_id)
+        if len(window.ids) == 1 or figs is None or verdict.kind == "idle":
+            return verdict  # alone, unknown or idle: the job's lag never changes it
+        return apply_lag(card_id, verdict, self._lagging())
 
     def _lagging(self) -> Lag | None:
         if not self._lag_done:
-            figures: dict[str, CardFigures] = {}
+            window = self._window
             active: list[str] = []
-            for cid in self._ids:
-                figs, th = light_figures(self._facts, cid, self._thresholds)
-                if figs is not None:
-                    figures[cid] = figs
-                    if not is_idle(figs, th):
-                        active.append(cid)
-            self._lag = lagging(active, figures, self._tie, self._thresholds)
+            for cid in window.ids:
+                figs, th = light_figures(window.facts, cid, window.thresholds)
+                if figs is not None and not is_idle(figs, th):
+                    active.append(cid)
+            self._lag = window.lag(active)
             self._lag_done = True
         return self._lag
 
@@ -187,7 +228,9 @@ def judge_card_prepared(
     facts: Sequence[FrameFacts],
     card_id: str,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    context: int = 0,
 ) -> Verdict | None:
-    """``judge_prepared(frames, facts, thresholds).cards.get(card_id)``, judging only that card
-    in full (see `PreparedWindow`)."""
-    return PreparedWindow(frames, facts, thresholds).card(card_id)
+    """``judge_prepared(frames, facts, thresholds, context=context).cards.get(card_id)``,
+    judging only that card in full (see `PreparedWindow`)."""
+    return PreparedWindow(frames, facts, thresholds, context=context).card(card_id)

@@ -13,10 +13,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOC_CONF_VARS",
+    "duration",
     "gib",
     "host_line",
     "pct",
     "plural",
+    "stall_span",
+    "stalled_advice",
     "util_nature",
     "worker_line",
 ]
@@ -76,3 +79,60 @@ def host_line(ev: HostEvidence) -> str | None:
     if ev.iowait is not None:
         parts.append(f"iowait {pct(ev.iowait)}")
     return ", ".join(parts) if parts else None
+
+
+# --- stalled ------------------------------------------------------------------------------
+
+#: The collective library's debug and timeout settings, by vendor (NCCL's for the rest: AMD's
+#: RCCL and most vendors' NCCL ports read the NCCL_* variables).
+_COLLECTIVE_DEBUG: dict[str, tuple[str, str]] = {
+    "ascend": (
+        "HCCL: ASCEND_GLOBAL_LOG_LEVEL=1 (info) with ASCEND_SLOG_PRINT_TO_STDOUT=1 logs which "
+        "collective each rank entered",
+        "HCCL_EXEC_TIMEOUT (seconds) and HCCL_CONNECT_TIMEOUT bound how long a collective may "
+        "hang, and torch.distributed.init_process_group(timeout=...) the process group",
+    ),
+}
+_NCCL_DEBUG = (
+    "NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=COLL) logs which collective each rank entered: the "
+    "rank that never entered the hung one is the culprit",
+    "Make a hung collective fail instead of hanging: torch.distributed.init_process_group("
+    "timeout=timedelta(minutes=10)) with TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (the collective "
+    "timeout)",
+)
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 20 s``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
+def stall_span(seconds: float, open_start: bool) -> str:
+    """How long, and whether it may be longer (it reaches back to the oldest poll held)."""
+    return f"at least {duration(seconds)}" if open_start else duration(seconds)
+
+
+def stalled_advice(vendor: str, trainer_pids: tuple[object, ...],
+                   states: tuple[str, ...]) -> list[str]:
+    """What to try on a stalled job: see where it waits, then make hangs fail loudly."""
+    pids = [str(p) for p in trainer_pids if isinstance(p, int)]
+    dump = (
+        " and ".join(f"py-spy dump --pid {p}" for p in pids[:2]) if pids
+        else "py-spy dump --pid <trainer PID>"
+    )
+    advice = [
+        f"See where every thread waits: {dump} (add --native for C++ frames; a rank stuck "
+        "in a collective, a lock, a queue.get() or a file write shows at once)"
+    ]
+    if "stopped" in states or "tracing-stop" in states:
+        advice.insert(0, "The trainer is stopped (state T: Ctrl-Z, SIGSTOP or a debugger): "
+                         "resume it with kill -CONT or fg")
+    advice += list(_COLLECTIVE_DEBUG.get(vendor, _NCCL_DEBUG))
+    advice.append(
+        "A checkpoint or log write stuck on storage shows as a thread in write()/fsync() in "
+        "the dump; a crashed peer rank leaves the others waiting until the timeout"
+    )
+    return advice

@@ -49,6 +49,7 @@ from gpusat_tui.model import (
     VENDORS,
     Assessment,
     Frame,
+    ProbeSample,
     ProcessRole,
     Verdict,
 )
@@ -56,14 +57,18 @@ from gpusat_tui.output import emit, say
 from gpusat_tui.text import clean, clean_block
 
 __all__ = [
+    "CheckAlloc",
     "CheckBuilder",
     "CheckCard",
     "CheckError",
+    "CheckProbe",
     "CheckProcess",
     "CheckReport",
     "CheckVerdict",
     "Stats",
     "overall_verdict",
+    "probe_line",
+    "probe_who",
     "render_human",
     "run_check",
 ]
@@ -121,12 +126,42 @@ class CheckCard(_Out):
     throttle: dict[str, int] | None = None
 
 
+class CheckAlloc(_Out):
+    """The trainer's device allocator, from its probe (bytes; retries and OOMs cumulative)."""
+
+    allocated_bytes: Stats = Stats()
+    reserved_bytes: Stats = Stats()
+    inactive_split_bytes: Stats = Stats()
+    alloc_retries: int | None = None
+    ooms: int | None = None
+
+
+class CheckProbe(_Out):
+    """Figures measured inside one trainer by its probe (``gpusat-tui run``), issue 12."""
+
+    data_wait_pct: Stats = Stats()
+    step_ms: Stats = Stats()
+    batches_per_s: Stats = Stats()
+    samples_per_s: Stats = Stats()
+    rank: int | None = None
+    world_size: int | None = None
+    alloc: CheckAlloc | None = None
+    local_rank: int | None = None
+    #: The card this rank drives and how that was known ("device", "tool", "guess").
+    card_id: str | None = None
+    tie: str | None = None
+    batches: int = 0
+    steps: int = 0
+
+
 class CheckProcess(_Out):
     pid: int
     role: ProcessRole
     name: str
     cpu_pct: Stats = Stats()
     card_ids: list[str] = []
+    #: Trainers started under ``gpusat-tui run`` only; absent (null) otherwise.
+    probe: CheckProbe | None = None
 
 
 class CheckError(_Out):
@@ -190,6 +225,80 @@ class _CardAcc:
     throttle: dict[str, int] | None = None
 
 
+_PROBE_FIGURES = ("data_wait_pct", "step_ms", "batches_per_s", "samples_per_s")
+_ALLOC_FIGURES = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes")
+
+
+@dataclass
+class _ProbeAcc:
+    stats: dict[str, RunningStats] = field(
+        default_factory=lambda: {f: RunningStats() for f in _PROBE_FIGURES + _ALLOC_FIGURES}
+    )
+    last: ProbeSample | None = None
+    #: ``elapsed_s`` of the last publication folded in: a file read twice counts once.
+    seen: float | None = None
+
+    def add(self, probe: ProbeSample) -> None:
+        self.last = probe
+        if probe.elapsed_s is not None and probe.elapsed_s == self.seen:
+            return
+        self.seen = probe.elapsed_s
+        for name in _PROBE_FIGURES:
+            self.stats[name].add(getattr(probe, name))
+        if probe.alloc is not None:
+            for name in _ALLOC_FIGURES:
+                self.stats[name].add(getattr(probe.alloc, name))
+
+    def report(self) -> CheckProbe:
+        p = self.last
+        assert p is not None
+        alloc = None
+        if p.alloc is not None or self.stats["reserved_bytes"].count:
+            alloc = CheckAlloc(
+                **{n: Stats(**self.stats[n].as_dict()) for n in _ALLOC_FIGURES},
+                alloc_retries=p.alloc.alloc_retries if p.alloc else None,
+                ooms=p.alloc.ooms if p.alloc else None,
+            )
+        return CheckProbe(
+            **{n: Stats(**self.stats[n].as_dict()) for n in _PROBE_FIGURES},
+            rank=p.rank, world_size=p.world_size, alloc=alloc, local_rank=p.local_rank,
+            card_id=p.card_id, tie=p.tie, batches=p.batches, steps=p.steps,
+        )
+
+
+def probe_line(probe: CheckProbe) -> str:
+    """``data wait 43 % · step 182 ms · 1,240 samples/s`` (means over the run)."""
+    parts = []
+    if probe.data_wait_pct.mean is not None:
+        parts.append(f"data wait {probe.data_wait_pct.mean:.0f} %")
+    if probe.step_ms.mean is not None:
+        parts.append(f"step {probe.step_ms.mean:,.0f} ms")
+    if probe.samples_per_s.mean is not None:
+        parts.append(f"{probe.samples_per_s.mean:,.0f} samples/s")
+    elif probe.batches_per_s.mean is not None:
+        parts.append(f"{probe.batches_per_s.mean:,.1f} batches/s")
+    alloc = probe.alloc
+    if alloc is not None and alloc.reserved_bytes.last is not None:
+        used = alloc.allocated_bytes.last
+        parts.append(
+            f"allocator {used / 2**30:.1f}/{alloc.reserved_bytes.last / 2**30:.1f} GiB"
+            if used is not None else f"reserved {alloc.reserved_bytes.last / 2**30:.1f} GiB"
+        )
+        if alloc.alloc_retries:
+            parts.append(f"{alloc.alloc_retries} alloc retries")
+    return " · ".join(parts) or "no batch yet"
+
+
+def probe_who(pid: int, probe: CheckProbe) -> str:
+    """``PID 4242 rank 1/8 → nvidia:1`` (with "(guess)" when the card tie is one)."""
+    who = f"PID {pid}"
+    if probe.rank is not None:
+        who += f" rank {probe.rank}" + (f"/{probe.world_size}" if probe.world_size else "")
+    if probe.card_id:
+        who += f" → {probe.card_id}" + (" (guess)" if probe.tie == "guess" else "")
+    return who
+
+
 @dataclass
 class _ProcAcc:
     pid: int
@@ -197,6 +306,7 @@ class _ProcAcc:
     name: str
     cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
+    probe: _ProbeAcc | None = None
 
 
 class CheckBuilder:
@@ -239,6 +349,16 @@ class CheckBuilder:
             for card_id in proc.card_ids:
                 if card_id not in pacc.card_ids:
                     pacc.card_ids.append(card_id)
+        for probe in frame.probes:
+            pacc = self._procs.get(probe.pid)
+            if pacc is None or pacc.role != "trainer":
+                # A probed trainer the process monitor does not see (another PID namespace).
+                pacc = self._procs[probe.pid] = _ProcAcc(probe.pid, "trainer", "(probe only)")
+            if pacc.probe is None:
+                pacc.probe = _ProbeAcc()
+            pacc.probe.add(probe)
+            if probe.card_id and probe.card_id not in pacc.card_ids:
+                pacc.card_ids.append(probe.card_id)
         for err in frame.errors:
             key = (err.tool, err.message)
             if key in self._errors:
@@ -294,6 +414,7 @@ class CheckBuilder:
             CheckProcess(
                 pid=p.pid, role=p.role, name=p.name,
                 cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
+                probe=p.probe.report() if p.probe is not None else None,
             )
             for p in self._procs.values()
         ]
@@ -360,6 +481,8 @@ def render_human(report: CheckReport) -> str:
                 f"  {proc.pid:>7} {proc.role:<18} {clean(proc.name, 20):<20}"
                 f" {_range(proc.cpu_pct)}  {clean(', '.join(proc.card_ids), 200)}"
             )
+            if proc.probe is not None:
+                lines.append(f"          measured in the trainer: {probe_line(proc.probe)}")
     if report.errors:
         lines += ["", "Errors:"]
         for err in report.errors:

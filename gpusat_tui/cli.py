@@ -218,6 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--width", type=int, default=None, help="chart width in columns (default: terminal)"
     )
+
+    run = sub.add_parser(
+        "run", help="exec a training command with the in-process probe on (data wait, steps)",
+        usage="gpusat-tui run [--verbose] [--] CMD [ARGS...]",
+    )
+    run.add_argument("--verbose", action="store_true", help="say where the probe publishes")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD", help="command to exec")
     return parser
 
 
@@ -272,6 +279,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from gpusat_tui.check import run_check
 
         return run_check(args)
+    if args.command == "run":
+        from gpusat_tui.launch import run_command
+
+        return run_command(args.cmd, verbose=args.verbose)
     if args.command == "export":
         from gpusat_tui.export import run_export
 

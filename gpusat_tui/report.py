@@ -40,7 +40,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge
-from gpusat_tui.check import CheckBuilder, CheckCard, CheckReport, CheckVerdict, overall_verdict
+from gpusat_tui.check import (
+    CheckBuilder,
+    CheckCard,
+    CheckReport,
+    CheckVerdict,
+    overall_verdict,
+    probe_line,
+    probe_who,
+)
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
 from gpusat_tui.output import emit, say
@@ -576,6 +584,12 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
             part.append(
                 "worst stretches: none (never starving, fragmenting, imbalanced or stalled)"
             )
+        out.append(clean_block("\n".join(part)))
+    probed = [p for p in data.processes if p.probe is not None]
+    if probed:  # issue 12: what the probe measured inside each trainer
+        part = ["", "Trainers (measured in the trainer by its probe, means over the session):"]
+        part += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
+                 for p in probed if p.probe is not None]
         out.append(clean_block("\n".join(part)))
     if data.errors:
         part = ["", "Tool errors:"]

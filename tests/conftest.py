@@ -14,6 +14,17 @@ import pytest
 from tests.fakes.tool import FakeBin
 
 
+@pytest.fixture(autouse=True)
+def private_probe_dir(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's probe folder (``GPUSAT_PROBE_DIR``, read by subprocesses too): probe files
+    of jobs elsewhere on this machine never reach a test's frames."""
+    folder = tmp_path_factory.mktemp("probes")
+    folder.chmod(0o700)
+    monkeypatch.setenv("GPUSAT_PROBE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBin]:
     """A bin dir for fake tools; PATH (here and in `fake_bin.env()`) holds only it + /bin.

@@ -19,6 +19,7 @@ from gpusat_tui.analysis.facts import (
     clean_reversals,
     clean_stats,
 )
+from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import Stats, interval_s
 from gpusat_tui.analysis.wording import (
@@ -232,6 +233,7 @@ def judge_card(
     thresholds: Thresholds,
     evidence: Callable[[str], HostEvidence],
     stall: Callable[[str, Thresholds], Stall | None] | None = None,
+    measured: Callable[[str], Measured | None] | None = None,
 ) -> tuple[Verdict, CardFigures | None]:
     """The card's verdict in the window, and its figures (None when it is unknown).
     ``stall(card_id, th)`` gives how long the card has been stalled, looking back beyond the
@@ -297,7 +299,8 @@ def judge_card(
             figs.tensor = clean_stats(c.tensor_active for c in fresh)
     figs.throttle, figs.throttle_n = _throttle_counts(fresh)
     stalled = (lambda: stall(card_id, th)) if stall is not None else None
-    return decide(figs, th, lambda: evidence(card_id), stalled), figs
+    meas = measured(card_id) if measured is not None else None
+    return decide(figs, th, lambda: evidence(card_id), stalled, meas), figs
 
 
 def decide(
@@ -305,9 +308,37 @@ def decide(
     th: Thresholds,
     evidence: Callable[[], HostEvidence],
     stall: Callable[[], Stall | None] | None = None,
+    measured: Measured | None = None,
 ) -> Verdict:
     """The card's verdict; ``evidence`` (the host figures) is only read for ``starving``, and
-    ``stall`` only for a card holding memory with no utilisation."""
+    ``stall`` only for a card holding memory with no utilisation.
+
+    ``measured`` (the probe in the trainer that drives the card, issue 12) goes first where it
+    decides: a data wait at or above ``data_wait_starving_pct`` is starving whatever the
+    utilisation says; allocator figures replace the fragmenting heuristic; a low data wait
+    rules out an input-side cause. Without it the verdict is inferred from outside only and an
+    unsure one says how to measure (`RUN_ADVICE`).
+    """
+    verdict = _decide(f, th, evidence, stall, measured)
+    if measured is not None:
+        from gpusat_tui.analysis.probe_rules import with_measurement
+
+        return with_measurement(verdict, f, th, evidence, measured)
+    unsure = verdict.kind == "fragmenting" or (
+        verdict.kind == "starving" and verdict.cause in ("unknown", "light-kernels")
+    )
+    if unsure and RUN_ADVICE not in verdict.advice:
+        return verdict.model_copy(update={"advice": [*verdict.advice, RUN_ADVICE]})
+    return verdict
+
+
+def _decide(
+    f: CardFigures,
+    th: Thresholds,
+    evidence: Callable[[], HostEvidence],
+    stall: Callable[[], Stall | None] | None,
+    measured: Measured | None,
+) -> Verdict:
     u = f.util
     held = f.held(th)
     pfrac = f.pfrac.median if f.pfrac is not None else None
@@ -332,10 +363,19 @@ def decide(
         why = ["VRAM not reported", util_line, power_line]
         return make_verdict("idle", None, why, ["Nothing seems to run on this card"], 0.5, f.n)
 
-    # 2. fragmenting (heuristic)
+    # 1b. what the probe measured, where it decides (data wait, allocator)
+    if measured is not None:
+        from gpusat_tui.analysis.probe_rules import measured_verdict
+
+        decided = measured_verdict(f, th, evidence, measured)
+        if decided is not None:
+            return decided
+
+    # 2. fragmenting (heuristic; replaced by the allocator figures where a probe gives them)
     m = f.mem_pct
     if (
-        m is not None
+        (measured is None or not measured.has_alloc())
+        and m is not None
         and m.max >= th.fragment_vram_pct
         and u.median <= th.fragment_util_pct
         and m.span >= th.fragment_swing_pct

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
 from gpusat_tui.collectors.nvidia_throttle import LIMITING, split_reasons
 from gpusat_tui.model import Frame, ProcessSample
@@ -193,6 +194,8 @@ class FrameFacts:
     cpu_count: int | None
     #: The frame's time when usable (`num`), for the rules that measure durations.
     t: float | None = None
+    #: What the probes in the trainers measured (issue 12); empty without a probe.
+    probes: tuple[ProbeFacts, ...] = ()
 
 
 def frame_facts(frame: Frame) -> FrameFacts:
@@ -229,7 +232,8 @@ def frame_facts(frame: Frame) -> FrameFacts:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
     t = num(getattr(frame, "t", None))
-    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t)
+    return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
+                      probes=probe_facts(frame))
 
 
 def pct_or_none(value: object) -> float | None:

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from gpusat_tui.analysis.card import CardFigures, _throttle_counts, unknown_verdict
 from gpusat_tui.analysis.evidence import ProcessTie
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
-from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.measured import Rank, straggler
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import duration, pct
 from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, Verdict
 
@@ -479,9 +480,16 @@ def judge_job(
     verdicts: dict[str, Verdict],
     figures: dict[str, CardFigures],
     lag_of: Callable[[list[str]], Lag | None],
+    ranks: Sequence[Rank] = (),
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> tuple[Verdict, dict[str, Verdict]]:
     """The job verdict, and the card verdicts once the job's lag is applied (`apply_lag`).
-    ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history)."""
+    ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
+
+    With probes in two or more ranks (``ranks``), the straggler is the rank the probes show
+    out of line (`measured.straggler`): named in ``why`` and decisive even when the cards'
+    utilisation looks even (the others' all-reduce wait keeps their duty cycle up).
+    """
     if not verdicts:
         return unknown_verdict(
             ["no card in the window"],
@@ -492,6 +500,9 @@ def judge_job(
 
     active = [c for c, v in verdicts.items() if v.kind not in ("idle", "unknown") and c in figures]
     lag = lag_of(active)
+    slow = straggler(ranks, thresholds) if len(ranks) >= 2 else None
+    if slow is not None:
+        return _measured_straggler(slow, lag, verdicts, figures), verdicts
     if lag is not None:
         updated = {c: apply_lag(c, v, lag) for c, v in verdicts.items()}
         return _job_verdict(lag, verdicts, figures), updated
@@ -524,3 +535,32 @@ def judge_job(
                     advice.append(line)
     conf = min(v.confidence for v in chosen) if chosen else 0.0
     return Verdict(kind=kind, cause=cause, why=why, advice=advice, confidence=conf), verdicts
+
+
+def _measured_straggler(
+    slow: tuple[Rank, list[str]],
+    lag: Lag | None,
+    verdicts: Mapping[str, Verdict],
+    figures: Mapping[str, CardFigures],
+) -> Verdict:
+    """``imbalanced`` (straggler) named by the probes; the utilisation lag, if any, quoted."""
+    rank, lines = slow
+    why = list(lines)
+    if lag is not None:
+        label = figures[lag.group[0]].label
+        why.append(
+            ", ".join(f"{c} at {pct(lag.centers[c])}" for c in lag.laggards)
+            + f" while {', '.join(lag.others)} run at {pct(lag.other_med)} ({label} medians)"
+        )
+    if rank.tie == "guess":
+        why.append("which card each rank drives is a guess (local rank order)")
+    advice = [
+        f"Look at what differs on {rank.name}: its DataLoader workers and their CPU, its data "
+        "shard (equal sample counts but unequal sample sizes; bucket by length), its storage",
+        "Give every rank the same input pipeline (num_workers, prefetch_factor, local copies "
+        "of the data)",
+        "If only that rank's card is slow: check it for throttling in the vendor tool",
+    ]
+    confs = [v.confidence for v in verdicts.values() if v.kind != "unknown"]
+    conf = round(max(0.5, min(0.9, min(confs) if confs else 0.5)), 2)
+    return Verdict(kind="imbalanced", cause="straggler", why=why, advice=advice, confidence=conf)

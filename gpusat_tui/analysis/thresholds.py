@@ -84,6 +84,22 @@ class Thresholds:
     #: How far back the duration rules (imbalance persistence, stall duration) look when the
     #: tracker judges its short recent window (see `tracker`); at least ``stall_min_s`` is used.
     history_s: float = 20.0
+    # --- measured in the trainer by the probe (``gpusat-tui run``), issue 12 ---------------
+    #: Data wait (share of wall time blocked in next(dataloader)) at or above this is
+    #: starving whatever the utilisation says (the TensorFlow profiler's "highly input-bound").
+    data_wait_starving_pct: float = 20.0
+    #: Below this the loop is not waiting on data ("moderately input-bound" from here up).
+    data_wait_low_pct: float = 5.0
+    #: A rank whose data wait is at least this many points above the other ranks' median (and
+    #: itself starving) is the straggler; or whose step is this many times theirs.
+    straggler_wait_gap_pct: float = 15.0
+    straggler_step_ratio: float = 1.5
+    #: Measured fragmenting: reserved at least this many times allocated, with allocation
+    #: retries in the window or inactive split bytes growing to this share of reserved.
+    frag_reserved_ratio: float = 1.5
+    frag_inactive_split_frac: float = 0.10
+    #: A probe publication older than this is not evidence (the process stopped publishing).
+    probe_max_age_s: float = 5.0
     #: NVIDIA GPM SM activity (share of SMs busy; NVIDIA's profiling guidance): at or above
     #: this is necessary for ``saturated`` where the card gives it; below
     #: ``sm_active_low_pct`` the work is likely ineffective (small kernels, or a rank waiting

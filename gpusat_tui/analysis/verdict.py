@@ -68,6 +68,7 @@ from gpusat_tui.analysis.causes import STARVING_CAUSES
 from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie, Stall, stall_run
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, Lag, apply_lag, judge_job, lagging
+from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
@@ -116,14 +117,20 @@ class _Window:
         self.history_tie = self.tie if context == 0 else ProcessTie(facts)
         self.evidence = EvidenceCache(self.facts, self.tie)
         self._lags: dict[tuple[str, ...], Lag | None] = {}
+        #: The probed trainers in the window (issue 12).
+        self.ranks = ranks_of(self.facts, thresholds)
 
     def stall(self, card_id: str, th: Thresholds) -> Stall | None:
         return stall_run(self.history, card_id, self.history_tie, th)
 
     def card(self, card_id: str) -> tuple[Verdict, CardFigures | None]:
         return judge_card(
-            self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall
+            self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
+            self.measured,
         )
+
+    def measured(self, card_id: str) -> Measured | None:
+        return measured_for_card(self.ranks, card_id)
 
     def lag(self, active: list[str]) -> Lag | None:
         key = tuple(active)
@@ -155,7 +162,7 @@ def judge_prepared(
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
-    job, verdicts = judge_job(verdicts, figures, window.lag)
+    job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds)
     return Assessment(cards=verdicts, job=job)
 
 

@@ -61,6 +61,7 @@ from gpusat_tui.model import (
     ProcessSample,
     ToolError,
 )
+from gpusat_tui.probes import ProbePoller
 from gpusat_tui.sources.procs import (
     MAX_OUTPUT_BYTES,
     RunResult,
@@ -236,6 +237,7 @@ class LiveSource:
         #: Keys of the notes `vet_reading` already gave (each said once per session).
         self._vetted: set[str] = set()
         self._inflight: asyncio.Future[list[_Poll]] | None = None
+        self._probes = ProbePoller()
 
     # --- discovery ---------------------------------------------------------------------------
 
@@ -344,10 +346,12 @@ class LiveSource:
             self._groups = [g for g in self._groups if g]
             samples: list[ProcessSample] = []
             host: HostSample | None = None
+            # Trainers that publish a probe file are found with no --pid (issue 12).
+            probes, probe_pids = self._probes.poll(cards, processes, notes)
             monitor = self._get_monitor()
             if monitor is not None:
                 try:
-                    report = await asyncio.to_thread(monitor.sample, processes)
+                    report = await asyncio.to_thread(monitor.sample, processes + probe_pids)
                 except Exception as exc:  # the monitor must never take the frame down
                     errors.append(
                         ToolError(tool="psutil", message=f"process scan failed: {exc}",
@@ -369,6 +373,7 @@ class LiveSource:
                 notes=notes,
                 monitor_cpu_pct=self._monitor_cpu(),
                 raw=raw,
+                probes=probes,
             )
             self._seq += 1
             return frame

@@ -1,0 +1,312 @@
+"""Measured evidence: what the probes inside the trainers saw (issue 12), over a window.
+
+The probe times ``next(dataloader)``, counts steps and reads the allocator in the training
+process itself, so its figures outrank everything inferred from outside (a duty-cycle
+utilisation, power, worker CPU). This module turns the `ProbeSample`s of a window into
+`Measured` per card (data-wait share of the window, step time, throughput, allocator figures)
+and `Rank` per trainer (for the straggler), plus the sentences that quote them. Pure.
+
+The data-wait share of a window is exact where two publications of one process are in it:
+delta ``data_wait_s`` over delta ``elapsed_s`` (both cumulative); else the median of the
+per-interval ``data_wait_pct``. A process that never got a batch from a DataLoader gives no
+data-wait figure (its loop reads data some other way), and publications older than
+``probe_max_age_s`` are not evidence.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpusat_tui.analysis.window import num
+from gpusat_tui.model import Frame, ProbeAlloc
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.facts import FrameFacts
+    from gpusat_tui.analysis.thresholds import Thresholds
+
+__all__ = [
+    "RUN_ADVICE",
+    "Measured",
+    "ProbeFacts",
+    "Rank",
+    "measured_for_card",
+    "probe_facts",
+    "ranks_of",
+    "straggler",
+]
+
+#: Advice for a verdict that rests on outside clues only.
+RUN_ADVICE = (
+    "Measure it from inside the job: start it as `gpusat-tui run -- python train.py ...` "
+    "(or torchrun ...) and the verdict stands on its measured data wait, step time and "
+    "allocator"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFacts:
+    """The figures of one ProbeSample the verdict reads, taken once per frame."""
+
+    pid: int
+    rank: int | None
+    card_id: str | None
+    tie: str | None
+    wait_s: float | None
+    elapsed_s: float | None
+    wait_pct: float | None
+    step_ms: float | None
+    samples_per_s: float | None
+    batches_per_s: float | None
+    batches: int
+    age_s: float | None
+    alloc: ProbeAlloc | None
+
+
+def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
+    probes = getattr(frame, "probes", None)
+    if not isinstance(probes, list | tuple):
+        return ()
+    out = []
+    for p in probes:
+        pid = getattr(p, "pid", None)
+        if not isinstance(pid, int):
+            continue
+        card = getattr(p, "card_id", None)
+        rank = getattr(p, "rank", None)
+        batches = getattr(p, "batches", 0)
+        alloc = getattr(p, "alloc", None)
+        out.append(ProbeFacts(
+            pid=pid,
+            rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+            card_id=card if isinstance(card, str) else None,
+            tie=getattr(p, "tie", None) if isinstance(getattr(p, "tie", None), str) else None,
+            wait_s=num(getattr(p, "data_wait_s", None)),
+            elapsed_s=num(getattr(p, "elapsed_s", None)),
+            wait_pct=num(getattr(p, "data_wait_pct", None)),
+            step_ms=num(getattr(p, "step_ms", None)),
+            samples_per_s=num(getattr(p, "samples_per_s", None)),
+            batches_per_s=num(getattr(p, "batches_per_s", None)),
+            batches=batches if isinstance(batches, int) else 0,
+            age_s=num(getattr(p, "age_s", None)),
+            alloc=alloc if isinstance(alloc, ProbeAlloc) else None,
+        ))
+    return tuple(out)
+
+
+@dataclass
+class Rank:
+    """One probed trainer over the window."""
+
+    pid: int
+    rank: int | None
+    card_id: str | None
+    tie: str | None
+    #: Data-wait share of the window, percent (None: the loop used no DataLoader).
+    wait_pct: float | None
+    step_ms: float | None
+    samples_per_s: float | None
+    batches_per_s: float | None
+    span_s: float
+    publications: int
+    first_alloc: ProbeAlloc | None
+    last_alloc: ProbeAlloc | None
+
+    @property
+    def who(self) -> str:
+        return f"PID {self.pid}" + (f", rank {self.rank}" if self.rank is not None else "")
+
+    @property
+    def name(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else f"PID {self.pid}"
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def ranks_of(facts: Sequence[FrameFacts], th: Thresholds) -> list[Rank]:
+    """Every probed trainer in the window with fresh publications, by rank then PID."""
+    by_pid: dict[int, list[ProbeFacts]] = {}
+    for ff in facts:
+        for p in ff.probes:
+            if p.age_s is not None and p.age_s > th.probe_max_age_s:
+                continue
+            by_pid.setdefault(p.pid, []).append(p)
+    ranks: list[Rank] = []
+    for pid, pubs in by_pid.items():
+        # One entry per publication (a file read twice between two writes counts once).
+        seen: dict[float | None, ProbeFacts] = {}
+        for p in pubs:
+            seen.setdefault(p.elapsed_s, p)
+        distinct = list(seen.values())
+        last = pubs[-1]
+        wait: float | None = None
+        if last.batches > 0:
+            timed = [p for p in distinct if p.elapsed_s is not None and p.wait_s is not None]
+            timed.sort(key=lambda p: p.elapsed_s or 0.0)
+            span = (timed[-1].elapsed_s or 0.0) - (timed[0].elapsed_s or 0.0) if timed else 0.0
+            if len(timed) >= 2 and span > 0:
+                wait = 100.0 * ((timed[-1].wait_s or 0.0) - (timed[0].wait_s or 0.0)) / span
+                wait = min(100.0, max(0.0, wait))
+            else:
+                wait = _median([p.wait_pct for p in distinct if p.wait_pct is not None])
+        elapsed = [p.elapsed_s for p in distinct if p.elapsed_s is not None]
+        allocs = [p.alloc for p in pubs if p.alloc is not None]
+        ranks.append(Rank(
+            pid=pid,
+            rank=last.rank,
+            card_id=last.card_id,
+            tie=last.tie,
+            wait_pct=wait,
+            step_ms=_median([p.step_ms for p in distinct if p.step_ms is not None]),
+            samples_per_s=_median([p.samples_per_s for p in distinct
+                                   if p.samples_per_s is not None]),
+            batches_per_s=_median([p.batches_per_s for p in distinct
+                                   if p.batches_per_s is not None]),
+            span_s=max(elapsed) - min(elapsed) if elapsed else 0.0,
+            publications=len(distinct),
+            first_alloc=allocs[0] if allocs else None,
+            last_alloc=allocs[-1] if allocs else None,
+        ))
+    ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
+    return ranks
+
+
+@dataclass
+class Measured:
+    """The probed trainer(s) driving one card, over the window."""
+
+    ranks: list[Rank]
+
+    @property
+    def main(self) -> Rank:
+        """The rank quoted: the one that waits most on data (they share the card)."""
+        return max(self.ranks, key=lambda r: (r.wait_pct or 0.0, -(r.rank or 0)))
+
+    @property
+    def wait_pct(self) -> float | None:
+        waits = [r.wait_pct for r in self.ranks if r.wait_pct is not None]
+        return max(waits) if waits else None
+
+    @property
+    def guess(self) -> bool:
+        return any(r.tie == "guess" for r in self.ranks)
+
+    def wait_line(self, th: Thresholds) -> str:
+        r = self.main
+        wait = r.wait_pct or 0.0
+        if wait >= th.data_wait_starving_pct:
+            meaning = "the loop spends that much of its time blocked on next(dataloader)"
+        elif wait >= th.data_wait_low_pct:
+            meaning = (f"moderately input-bound (≥ {th.data_wait_low_pct:.0f} %, "
+                       f"< {th.data_wait_starving_pct:.0f} %)")
+        else:
+            meaning = "the wait is low: not waiting on data"
+        line = (f"data wait {wait:.0f} % of {r.span_s:.0f} s, measured in the trainer "
+                f"({r.who}): {meaning}")
+        extra = []
+        if r.step_ms is not None:
+            extra.append(f"step {r.step_ms:,.0f} ms")
+        if r.samples_per_s is not None:
+            extra.append(f"{r.samples_per_s:,.0f} samples/s")
+        elif r.batches_per_s is not None:
+            extra.append(f"{r.batches_per_s:,.1f} batches/s")
+        if extra:
+            line += "; " + " · ".join(extra)
+        if self.guess:
+            line += " (which card this trainer drives is a guess: local rank order)"
+        return line
+
+    def fragmenting(self, th: Thresholds) -> list[str] | None:
+        """The why lines of measured fragmentation, or None when the allocator is healthy
+        (or unknown)."""
+        for r in self.ranks:
+            first, last = r.first_alloc, r.last_alloc
+            if last is None or last.reserved_bytes is None or last.allocated_bytes is None:
+                continue
+            reserved, allocated = last.reserved_bytes, last.allocated_bytes
+            if reserved < th.frag_reserved_ratio * max(allocated, 1):
+                continue
+            retries = _delta(first, last, "alloc_retries")
+            ooms = _delta(first, last, "ooms")
+            split_now = last.inactive_split_bytes
+            split_grew = (
+                split_now is not None
+                and split_now >= th.frag_inactive_split_frac * reserved
+                and (_delta(first, last, "inactive_split_bytes") or 0) > 0
+            )
+            if not (retries or split_grew):
+                continue
+            why = [
+                f"allocator measured in the trainer ({r.who}): {_gib(allocated)} allocated "
+                f"of {_gib(reserved)} reserved ({reserved / max(allocated, 1):.1f}x)"
+            ]
+            if retries:
+                why.append(f"{retries} allocation retries in the window (the allocator "
+                           "flushed its cache to find room: every retry stalls the device)")
+            if split_now is not None:
+                why.append(f"{_gib(split_now)} in inactive split blocks"
+                           + (", growing" if split_grew else ""))
+            if ooms:
+                why.append(f"{ooms} out-of-memory errors in the window")
+            return why
+        return None
+
+    def has_alloc(self) -> bool:
+        return any(r.last_alloc is not None and r.last_alloc.reserved_bytes is not None
+                   for r in self.ranks)
+
+
+def _delta(first: ProbeAlloc | None, last: ProbeAlloc, name: str) -> int | None:
+    now = getattr(last, name)
+    then = getattr(first, name) if first is not None else None
+    if now is None:
+        return None
+    return max(0, now - (then if then is not None else now))
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def measured_for_card(ranks: Sequence[Rank], card_id: str) -> Measured | None:
+    mine = [r for r in ranks if r.card_id == card_id]
+    return Measured(mine) if mine else None
+
+
+def straggler(ranks: Sequence[Rank], th: Thresholds) -> tuple[Rank, list[str]] | None:
+    """The rank out of line with the others, and the lines that say so; None if none is.
+
+    First by data wait: one rank waits on its DataLoader while the others (waiting in the
+    collective for it) do not. Else by step time, for ranks that do not step in lock-step.
+    """
+    waits = [r for r in ranks if r.wait_pct is not None]
+    if len(waits) >= 2:
+        worst = max(waits, key=lambda r: r.wait_pct or 0.0)
+        others = [r for r in waits if r is not worst]
+        base = statistics.median(r.wait_pct or 0.0 for r in others)
+        wait = worst.wait_pct or 0.0
+        if wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct:
+            names = ", ".join(r.name for r in others)
+            return worst, [
+                f"{worst.name} (PID {worst.pid}"
+                + (f", {worst.card_id}" if worst.card_id else "")
+                + f") waits {wait:.0f} % of the window on its DataLoader while {names} "
+                f"wait{'s' if len(others) == 1 else ''} {base:.0f} %: measured in the "
+                "trainers; the others spend that time waiting for it in the collective",
+            ]
+    steps = [r for r in ranks if r.step_ms is not None]
+    if len(steps) >= 2:
+        worst = max(steps, key=lambda r: r.step_ms or 0.0)
+        others = [r for r in steps if r is not worst]
+        base = statistics.median(r.step_ms or 0.0 for r in others)
+        if base > 0 and (worst.step_ms or 0.0) >= th.straggler_step_ratio * base:
+            return worst, [
+                f"{worst.name} (PID {worst.pid}) steps in {worst.step_ms:,.0f} ms while "
+                f"{', '.join(r.name for r in others)} take {base:,.0f} ms: measured in the "
+                "trainers",
+            ]
+    return None

@@ -1,0 +1,130 @@
+"""The card rules that stand on measurements from the trainer's probe (issue 12).
+
+`measured_verdict` decides where the probe's figures are the better evidence: allocator
+figures showing fragmentation (reserved far above allocated, with retries or growing inactive
+split blocks), and a data wait at or above ``data_wait_starving_pct`` (starving whatever the
+utilisation says; the cause from the workers). `with_measurement` completes a verdict the
+outside figures decided: it quotes the wait, and a wait below ``data_wait_low_pct`` rules out
+an input-side cause of a starving card (the step itself is slow: the trainer's own thread,
+synchronisation or small kernels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpusat_tui.analysis.card import CardFigures, make_verdict
+from gpusat_tui.analysis.causes import starving_cause
+from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.measured import Measured
+from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, pct, worker_line
+from gpusat_tui.model import Verdict
+
+__all__ = ["measured_verdict", "with_measurement"]
+
+_INPUT_ADVICE = [
+    "Give the DataLoader more in flight: more num_workers, a larger prefetch_factor, "
+    "persistent_workers=True, pin_memory=True",
+    "Look for blocking calls in the dataset (remote storage, a lock, sleeps, per-sample "
+    "network requests): cache or prefetch what it fetches",
+]
+
+
+def measured_verdict(
+    f: CardFigures, th: Thresholds, evidence: Callable[[], HostEvidence], meas: Measured
+) -> Verdict | None:
+    """The verdict the probe's figures decide on their own, or None to go on with the rules."""
+    pfrac = f.pfrac.median if f.pfrac is not None else None
+    working_hard = f.util.median >= th.busy_util_pct and (
+        pfrac is not None and pfrac >= th.saturated_power_frac
+    )
+    frag = meas.fragmenting(th)
+    if frag is not None and not working_hard:
+        var = ALLOC_CONF_VARS.get(f.vendor, "PYTORCH_CUDA_ALLOC_CONF")
+        advice = [
+            f"Set {var}=expandable_segments:True so freed blocks can be reused",
+            "Keep tensor shapes static (pad or bucket variable lengths) and pre-allocate "
+            "buffers; no empty_cache() in the loop",
+            "A smaller batch leaves the allocator headroom",
+        ]
+        return make_verdict(
+            "fragmenting", None, [*frag, f.util_line(th), f.power_line()], advice, 0.9, f.n
+        )
+    wait = meas.wait_pct
+    if wait is None or wait < th.data_wait_starving_pct:
+        return None
+    ev = evidence()
+    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=f.label)
+    if cause not in ("input-bound", "io-bound"):
+        if ev.n_workers == 0:
+            cwhy = ["no DataLoader workers seen: with num_workers=0 the loading runs in the "
+                    "training loop itself, and that is what it waits on"]
+            cadvice = ["Set DataLoader num_workers > 0 so batches are prepared while the "
+                       "step runs", *_INPUT_ADVICE]
+        else:
+            cwhy = [f"{worker_line(ev)}, no disk wait: the batches arrive too slowly for "
+                    "another reason (too few in flight, slow storage or network, a lock)"]
+            cadvice = list(_INPUT_ADVICE)
+        cause = "input-bound"
+    why = [meas.wait_line(th), f.util_line(th), f.power_line()]
+    if f.util.median >= th.busy_util_pct:
+        why.append(f"{f.label} reads busy, but the measured wait says the card idles between "
+                   "batches: the wait decides")
+    return make_verdict("starving", cause, why + cwhy, cadvice, 0.9, f.n)
+
+
+def with_measurement(
+    verdict: Verdict,
+    f: CardFigures,
+    th: Thresholds,
+    evidence: Callable[[], HostEvidence],
+    meas: Measured,
+) -> Verdict:
+    """``verdict`` (decided by the outside figures) completed with what the probe measured."""
+    wait = meas.wait_pct
+    if wait is None or verdict.kind == "unknown":
+        return verdict
+    line = meas.wait_line(th)
+    if line in verdict.why:  # decided by the measurement already
+        return verdict
+    if verdict.kind == "starving" and wait < th.data_wait_low_pct:
+        return _not_data(verdict, f, th, evidence(), meas, line)
+    if verdict.kind == "fragmenting":  # the allocator decided: its figures stay first
+        return verdict.model_copy(update={"why": [*verdict.why, line]})
+    return verdict.model_copy(update={"why": [line, *verdict.why]})
+
+
+def _not_data(
+    verdict: Verdict,
+    f: CardFigures,
+    th: Thresholds,
+    ev: HostEvidence,
+    meas: Measured,
+    line: str,
+) -> Verdict:
+    """A starving card whose loop does not wait on data: the step itself is slow."""
+    base = [w for w in verdict.why if w][:3]
+    if ev.trainer_cpu is not None and ev.trainer_cpu >= th.trainer_pegged_pct:
+        cause = "host-bound"
+        why = [line, *base, f"trainer at {pct(ev.trainer_cpu)} CPU (pegged): the training "
+                            "loop's own Python work holds the card back"]
+        advice = [
+            "Look for .item(), .cpu(), printing tensors or synchronize() in every step; log "
+            "metrics every N steps",
+            "Fewer, bigger kernels: larger batch, AMP/bf16, torch.compile or CUDA graphs",
+        ]
+    elif verdict.cause == "light-kernels":
+        cause = "light-kernels"
+        why = [line, *base, "so the card is fed, and runs small kernels"]
+        advice = [a for a in verdict.advice if "gpusat-tui run" not in a]
+    else:
+        cause = "unknown"
+        why = [line, *base, "not waiting on data and the trainer is not pegged: the step "
+                            "waits on something else (synchronisation, collectives, another "
+                            "process on the card)"]
+        advice = [
+            "Profile a few steps (torch.profiler) to see what each step waits on: "
+            "communication, synchronisation (.item(), .cpu()), or small kernels",
+        ]
+    return make_verdict("starving", cause, why, advice, 0.75, f.n)

@@ -1,0 +1,32 @@
+"""The probe: measured figures from inside a training process (standard library only).
+
+``gpusat-tui run -- python train.py`` turns it on through the environment; in code::
+
+    import gpusat_tui.probe
+    gpusat_tui.probe.enable()
+
+Importing this package does nothing by itself. `enable()` installs an import hook that times
+torch's DataLoader iterators (``_BaseDataLoaderIter.__next__``) and counts optimizer steps
+(``torch.optim.optimizer.register_optimizer_step_post_hook``); the first batch or step starts
+one daemon thread that publishes the figures about once a second to a small file the monitor
+reads (`layout` documents it). Setting ``GPUSAT_PROBE=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+from .core import disable, install, is_enabled, snapshot
+from .layout import LAYOUT_VERSION, default_dirs
+
+__all__ = ["LAYOUT_VERSION", "default_dirs", "disable", "enable", "is_enabled", "snapshot"]
+
+
+def enable() -> bool:
+    """Turn the probe on in this process (idempotent); False when ``GPUSAT_PROBE=0``.
+
+    Never raises: a probe that cannot install itself says so in one stderr line.
+    """
+    try:
+        return install()
+    except Exception as exc:  # pragma: no cover - defensive: the probe never fails the job
+        disable(f"could not install ({type(exc).__name__}: {exc})")
+        return False

@@ -1,0 +1,110 @@
+"""The probe file layout: the interface between a probe (inside a trainer) and a monitor.
+
+A trainer started with an older probe may be read by a newer monitor and the other way round,
+so the layout is versioned like `check --json`: fields are only ever added (with the same
+``LAYOUT_VERSION``); a rename, a removal or a change of meaning bumps it, and a monitor refuses
+a version newer than it knows with a note instead of guessing.
+
+One file per trainer process, ``probe-<pid>.json`` in the probe folder, one JSON object
+(UTF-8, at most `MAX_BYTES`), always replaced whole (written to ``.probe-<pid>.tmp`` then
+``os.replace``-d), so a reader never sees half of one. Standard library only: the probe imports
+this inside the user's process.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+
+#: Version of the file layout below. Bump on any incompatible change.
+LAYOUT_VERSION = 1
+
+#: A monitor reads no more than this; a real probe file is well under 2 KiB.
+MAX_BYTES = 64 * 1024
+
+FILE_PREFIX = "probe-"
+FILE_SUFFIX = ".json"
+
+#: Every key a layout-1 file carries (values may be null where unknown). Pinned by tests.
+LAYOUT_1_KEYS = (
+    "layout",          # int: LAYOUT_VERSION of the writer
+    "pid",             # int: the trainer's PID (in its own PID namespace)
+    "start_ticks",     # int|null: field 22 of /proc/<pid>/stat, so a reused PID is told apart
+    "uid",             # int|null: the writer's uid
+    "t",               # float: unix time of this publication
+    "elapsed_s",       # float: seconds since the probe started measuring (first batch/step)
+    "interval_s",      # float: seconds covered by the interval figures below
+    "batches",         # int: cumulative batches returned by DataLoader iterators
+    "steps",           # int: cumulative optimizer steps (torch's global step post hook)
+    "data_wait_s",     # float: cumulative seconds blocked in the DataLoader iterator's __next__
+    "data_wait_pct",   # float|null: share of the last interval blocked there, percent
+    "step_ms",         # float|null: wall ms per step over the last interval (or per batch)
+    "step_source",     # "optimizer"|"batch"|null: what step_ms counted
+    "batches_per_s",   # float|null: over the last interval
+    "samples_per_s",   # float|null: batches_per_s x batch_size
+    "batch_size",      # int|null: first dimension of the first tensor of a recent batch
+    "rank",            # int|null: RANK (or OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID)
+    "local_rank",      # int|null: LOCAL_RANK (or the MPI/SLURM equivalents)
+    "world_size",      # int|null: WORLD_SIZE (or the MPI/SLURM equivalents)
+    "device_type",     # str|null: "cuda", "npu", "mlu", "musa"... as the framework names it
+    "device_index",    # int|null: the device the trainer uses, numbered as the trainer sees them
+    "hip",             # bool: torch is a ROCm build ("cuda" devices are AMD/Hygon cards)
+    "env",             # {name: value}: the trainer's *_VISIBLE_DEVICES and CUDA_DEVICE_ORDER
+    "alloc",           # {allocated_bytes, reserved_bytes, inactive_split_bytes, alloc_retries,
+                       #  ooms}|null: the device allocator, read at most once a second
+    "cmd",             # str: base name of the trainer's argv[0], at most 64 characters
+)
+
+ALLOC_KEYS = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms")
+
+#: Environment a trainer's device numbering depends on; published so that the monitor maps the
+#: trainer's device index to a physical card with the trainer's own view, not the monitor's.
+VISIBLE_DEVICE_VARS = (
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+    "ASCEND_RT_VISIBLE_DEVICES", "MLU_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES",
+    "XPU_VISIBLE_DEVICES",
+)
+
+ENV_DIR = "GPUSAT_PROBE_DIR"
+
+
+def file_name(pid: int) -> str:
+    return f"{FILE_PREFIX}{pid}{FILE_SUFFIX}"
+
+
+def default_dirs() -> list[str]:
+    """Where probes publish, first choice first: ``$GPUSAT_PROBE_DIR`` alone when it is set,
+    else ``$XDG_RUNTIME_DIR/gpusat-tui`` and ``<tempdir>/gpusat-tui-<uid>``.
+
+    A probe writes to the first; a monitor reads all of them (a trainer started from another
+    shell may have had no ``XDG_RUNTIME_DIR``). Setting ``GPUSAT_PROBE_DIR`` pins both sides to
+    one folder (and keeps test runs apart from each other).
+    """
+    explicit = os.environ.get(ENV_DIR)
+    if explicit:
+        return [explicit]
+    dirs: list[str] = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        dirs.append(os.path.join(runtime, "gpusat-tui"))
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    dirs.append(os.path.join(tempfile.gettempdir(), f"gpusat-tui-{uid}"))
+    return dirs
+
+
+def prepare_dir(folder: str) -> str:
+    """Make the probe folder (0700) if missing and check that it is ours and writable.
+
+    Raises OSError with a plain reason otherwise: a folder of another user under /tmp could be
+    a trap, and one that is not writable means no probe (said once, never retried).
+    """
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise OSError(f"{folder} is not a plain folder")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise OSError(f"{folder} belongs to another user")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OSError(f"{folder} is not writable")
+    return folder

@@ -1,0 +1,254 @@
+"""Publishing: the daemon thread that writes this process's figures to its probe file.
+
+One thread per trainer, started on the first batch or step; it wakes every
+``GPUSAT_PROBE_INTERVAL`` seconds, reads the counters the hot path adds to (under the GIL, no
+lock), reads the allocator at most once a second, and replaces the file whole. Standard library
+only; never initialises a device.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+from types import ModuleType
+from typing import Any
+
+from .layout import (
+    ALLOC_KEYS,
+    LAYOUT_VERSION,
+    VISIBLE_DEVICE_VARS,
+    default_dirs,
+    file_name,
+    prepare_dir,
+)
+from .state import (
+    _STATE,
+    ALLOC_EVERY_S,
+    BACKENDS,
+    DEFAULT_INTERVAL_S,
+    ENV_INTERVAL,
+    _clock,
+    _fail,
+    _remove_file,
+    disable,
+)
+
+
+def _torch() -> ModuleType | None:
+    return sys.modules.get("torch")
+
+
+def _initialised_backends() -> list[tuple[str, Any]]:
+    """Device modules the trainer already initialised; never initialises one itself."""
+    torch = _torch()
+    if torch is None:
+        return []
+    found = []
+    for name in BACKENDS:
+        # torch.__dict__, not getattr: torch's module __getattr__ may import on first touch.
+        mod = torch.__dict__.get(name)
+        is_init = getattr(mod, "is_initialized", None)
+        if mod is None or is_init is None:
+            continue
+        if is_init():
+            found.append((name, mod))
+    return found
+
+
+# --- publishing ---------------------------------------------------------------------------------
+
+
+def _start() -> None:
+    """First batch or step: decide whether this process publishes, then start the thread."""
+    st = _STATE
+    if st.started:
+        return
+    st.started = True
+    if _is_dataloader_worker():
+        st.on = False  # workers never publish, whatever made them iterate
+        return
+    st.t0 = _clock()
+    folder = _probe_dir()
+    if folder is None:
+        return
+    st.dir = folder
+    st.path = os.path.join(folder, file_name(os.getpid()))
+    st.prev = (st.t0, 0, 0, 0.0)
+    atexit.register(_at_exit)
+    thread = threading.Thread(target=_publisher, name="gpusat-probe", daemon=True)
+    st.thread = thread
+    thread.start()
+
+
+def _is_dataloader_worker() -> bool:
+    data = sys.modules.get("torch.utils.data")
+    get_info = getattr(data, "get_worker_info", None)
+    return get_info is not None and get_info() is not None
+
+
+def _probe_dir() -> str | None:
+    """The folder to publish in, made 0700 if missing; None (after one line) if unusable."""
+    try:
+        return prepare_dir(default_dirs()[0])
+    except OSError as exc:
+        disable(f"cannot publish ({exc})")
+        return None
+
+
+def _publisher() -> None:
+    st = _STATE
+    interval = _interval()
+    try:
+        _publish()
+        while not st.stop.wait(interval):
+            if not st.on:
+                break
+            _publish()
+    except Exception as exc:
+        _fail("publishing", exc)
+
+
+def _interval() -> float:
+    try:
+        value = float(os.environ.get(ENV_INTERVAL, DEFAULT_INTERVAL_S))
+    except ValueError:
+        value = DEFAULT_INTERVAL_S
+    return min(60.0, max(0.05, value))
+
+
+def snapshot() -> dict[str, Any]:
+    """This process's figures now, as a layout-1 document (what `_publish` writes)."""
+    st = _STATE
+    now = _clock()
+    # Read `wait` before `entered`: see `_wrap_next`.
+    wait = st.wait
+    entered = st.entered
+    if entered:
+        wait += max(0.0, now - entered)
+    batches, steps = st.batches, st.steps
+    prev = st.prev or (st.t0, 0, 0, 0.0)
+    span = now - prev[0]
+    d_batches, d_steps, d_wait = batches - prev[1], steps - prev[2], wait - prev[3]
+    st.prev = (now, batches, steps, wait)
+    rate = d_batches / span if span > 0 else None
+    wait_pct = min(100.0, max(0.0, 100.0 * d_wait / span)) if span > 0 else None
+    if d_steps > 0:
+        step_ms, step_source = 1000.0 * span / d_steps, "optimizer"
+    elif d_batches > 0 and steps == 0:
+        step_ms, step_source = 1000.0 * span / d_batches, "batch"
+    else:
+        step_ms, step_source = None, None
+    if now - st.alloc_t >= ALLOC_EVERY_S:
+        st.alloc_t = now
+        st.alloc = _read_alloc()
+    torch = _torch()
+    version = getattr(torch, "version", None)
+    return {
+        "layout": LAYOUT_VERSION,
+        "pid": os.getpid(),
+        "start_ticks": _start_ticks(),
+        "uid": os.getuid() if hasattr(os, "getuid") else None,
+        "t": time.time(),
+        "elapsed_s": now - st.t0,
+        "interval_s": span,
+        "batches": batches,
+        "steps": steps,
+        "data_wait_s": wait,
+        "data_wait_pct": wait_pct,
+        "step_ms": step_ms,
+        "step_source": step_source,
+        "batches_per_s": rate,
+        "samples_per_s": rate * st.batch_size if rate is not None and st.batch_size else None,
+        "batch_size": st.batch_size,
+        "rank": _env_int("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
+        "local_rank": _env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"),
+        "world_size": _env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
+        "device_type": st.device_type,
+        "device_index": st.device_index,
+        "hip": bool(getattr(version, "hip", None)),
+        "env": {k: os.environ[k][:256] for k in VISIBLE_DEVICE_VARS if k in os.environ},
+        "alloc": st.alloc,
+        "cmd": os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")[:64],
+    }
+
+
+def _publish() -> None:
+    """Write the snapshot whole to a temporary file and rename it over the last one."""
+    st = _STATE
+    if st.path is None or st.dir is None:
+        return
+    data = json.dumps(snapshot(), separators=(",", ":")).encode()
+    tmp = os.path.join(st.dir, f".{file_name(os.getpid())}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(tmp, flags, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, st.path)
+    except OSError as exc:
+        disable(f"cannot publish in {st.dir} ({exc.strerror or exc})")
+
+
+_START_TICKS: list[int | None] = []
+
+
+def _start_ticks() -> int | None:
+    if not _START_TICKS:
+        try:
+            with open(f"/proc/{os.getpid()}/stat", "rb") as f:
+                text = f.read().decode(errors="replace")
+            _START_TICKS.append(int(text[text.rindex(")") + 2:].split()[19]))
+        except (OSError, ValueError, IndexError):
+            _START_TICKS.append(None)
+    return _START_TICKS[0]
+
+
+def _env_int(*names: str) -> int | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                continue
+    return None
+
+
+def _read_alloc() -> dict[str, int | None] | None:
+    """The allocator of the device the trainer uses; None if no backend is initialised."""
+    st = _STATE
+    for name, mod in _initialised_backends():
+        if st.device_type not in (None, name):
+            continue
+        memory_stats = getattr(mod, "memory_stats", None)
+        if memory_stats is None:
+            continue
+        index = st.device_index if st.device_index is not None else 0
+        stats = memory_stats(index)
+        if not stats:
+            continue
+        raw = (
+            stats.get("allocated_bytes.all.current"),
+            stats.get("reserved_bytes.all.current"),
+            stats.get("inactive_split_bytes.all.current"),
+            stats.get("num_alloc_retries"),
+            stats.get("num_ooms"),
+        )
+        return {k: (int(v) if v is not None else None) for k, v in zip(
+            ALLOC_KEYS, raw, strict=True
+        )}
+    return None
+
+
+def _at_exit() -> None:
+    try:
+        _STATE.stop.set()
+        _remove_file()
+    except Exception:
+        pass

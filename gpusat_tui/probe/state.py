@@ -1,0 +1,120 @@
+"""The probe's per-process state and its one way of speaking (one stderr line).
+
+Shared by the hooks (`core`) and the publisher (`publish`); standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+
+DEFAULT_INTERVAL_S = 1.0
+#: The allocator is read at most this often, whatever the publishing interval.
+ALLOC_EVERY_S = 1.0
+#: Batch size and device are looked at on the first batch and then one batch in this many.
+SLOW_EVERY = 64
+#: Device backends whose allocator the probe reads when the trainer initialised them.
+BACKENDS = ("cuda", "npu", "mlu", "musa", "xpu")
+
+ENV_ENABLE = "GPUSAT_PROBE"
+ENV_INTERVAL = "GPUSAT_PROBE_INTERVAL"
+
+_clock = time.perf_counter
+
+
+class _State:
+    """Counters the hot path adds to. Plain attributes: one thread writes, one reads."""
+
+    __slots__ = (
+        "alloc",
+        "alloc_t",
+        "batch_size",
+        "batches",
+        "device_index",
+        "device_type",
+        "dir",
+        "entered",
+        "next_slow",
+        "next_step_slow",
+        "on",
+        "path",
+        "pid",
+        "prev",
+        "said",
+        "started",
+        "steps",
+        "stop",
+        "t0",
+        "thread",
+        "wait",
+    )
+
+    def __init__(self) -> None:
+        self.on = True
+        self.pid = os.getpid()
+        self.batches = 0
+        self.steps = 0
+        self.wait = 0.0
+        #: perf_counter when the loop entered __next__, 0.0 when it is not inside one.
+        self.entered = 0.0
+        self.next_slow = 1
+        self.next_step_slow = 1
+        self.batch_size: int | None = None
+        self.device_type: str | None = None
+        self.device_index: int | None = None
+        self.started = False
+        self.t0 = 0.0
+        self.thread: threading.Thread | None = None
+        self.stop = threading.Event()
+        self.path: str | None = None
+        self.dir: str | None = None
+        self.said = False
+        #: (perf_counter, batches, steps, wait) at the previous publication.
+        self.prev: tuple[float, int, int, float] | None = None
+        self.alloc: dict[str, int | None] | None = None
+        self.alloc_t = -1e9
+
+
+_STATE = _State()
+
+
+def _say(message: str) -> None:
+    """The probe's only output: one line, once per process."""
+    if _STATE.said:
+        return
+    _STATE.said = True
+    try:
+        sys.stderr.write(f"gpusat-tui probe: {message}\n")
+        sys.stderr.flush()
+    except Exception:  # a closed stderr is no reason to fail the job
+        pass
+
+
+def disable(reason: str | None = None) -> None:
+    """Stop measuring in this process (its file is removed); with a reason, say it once."""
+    st = _STATE
+    st.on = False
+    st.stop.set()
+    if reason:
+        _say(f"disabled in PID {os.getpid()}: {reason}")
+    _remove_file()
+
+
+def _fail(where: str, exc: BaseException) -> None:
+    try:
+        disable(f"{where} failed ({type(exc).__name__}: {exc})")
+    except Exception:
+        _STATE.on = False
+
+
+def _remove_file() -> None:
+    st = _STATE
+    path = st.path
+    if path is None or st.pid != os.getpid():
+        return
+    st.path = None
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -1,0 +1,76 @@
+"""End to end: ``check --json`` with a fake vendor tool beside a real probed training job.
+
+The card's figures never change (busy utilisation, high power: "saturated" from outside); only
+what the probe measures in the trainer does. Waiting on data, the card is starving whatever the
+utilisation says, with the measured wait in ``why``; once the same job stops waiting, it is
+saturated and ``why`` says the wait is low.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gpusat_tui.collectors import all_specs
+from tests.fakes import FakeCard
+from tests.fakes.tool import FakeBin
+from tests.probe_helpers import REPO, start_job, stop_job, wait_for_doc, wait_ready
+
+BUSY = FakeCard(index=0, name="Fake DCU", util_pct=95.0, mem_used_mib=50000.0,
+                mem_total_mib=100000.0, power_w=250.0, power_cap_w=300.0, temp_c=60.0)
+
+
+def check(fakes: FakeBin, probe_dir: Path) -> dict[str, Any]:
+    env = fakes.env({"GPUSAT_PROBE_DIR": str(probe_dir)})
+    done = subprocess.run(
+        [sys.executable, "-m", "gpusat_tui", "check", "--json", "--duration", "3",
+         "--interval", "0.5"], env=env, capture_output=True, text=True, timeout=90, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_starving_on_measured_data_wait_then_saturated(
+    fake_bin: FakeBin, private_probe_dir: Path, tmp_path: Path
+) -> None:
+    spec = next(s for s in all_specs() if s.tool == "hy-smi")
+    fake_bin.add_for_spec(spec, [[BUSY]])
+    switch = tmp_path / "waiting"
+    switch.write_text("")
+    proc = start_job(private_probe_dir, "--sleep-ms", "60", "--compute-ms", "20",
+                     "--switch-file", str(switch))
+    try:
+        pid = wait_ready(proc)
+        wait_for_doc(private_probe_dir, pid)
+        waiting = check(fake_bin, private_probe_dir)
+        switch.unlink()  # the same job stops waiting on its data
+        time.sleep(1.0)
+        fed = check(fake_bin, private_probe_dir)
+    finally:
+        rc, _, err = stop_job(proc)
+    assert rc == 0, err
+
+    [card] = waiting["cards"]
+    verdict = card["verdict"]
+    assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), verdict
+    assert "measured in the trainer" in verdict["why"][0], verdict["why"]
+    assert "blocked on next(dataloader)" in verdict["why"][0]
+    [trainer] = [p for p in waiting["processes"] if p["pid"] == pid]
+    probe = trainer["probe"]
+    assert trainer["role"] == "trainer" and trainer["card_ids"] == ["hygon:0"]
+    assert probe["data_wait_pct"]["mean"] > 50 and probe["tie"] == "guess"
+    assert list(probe) == ["data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "rank",
+                           "world_size", "alloc", "local_rank", "card_id", "tie", "batches",
+                           "steps"]
+    assert list(probe["step_ms"]) == ["mean", "min", "max", "last"]
+
+    [card] = fed["cards"]
+    verdict = card["verdict"]
+    assert verdict["kind"] == "saturated", verdict
+    assert any("the wait is low" in w and "measured in the trainer" in w
+               for w in verdict["why"]), verdict["why"]
+    [trainer] = [p for p in fed["processes"] if p["pid"] == pid]
+    assert trainer["probe"]["data_wait_pct"]["mean"] < 5

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import (
     box_blocks,
-    box_cells,
+    box_process_rows,
     celsius_token,
     first_group,
     header_index,
@@ -92,17 +92,8 @@ def _card(block: list[list[str]]) -> CardReading | None:
 
 
 def _processes(lines: Sequence[str]) -> list[CardProcess]:
-    at = header_index(lines, "Compute Processes")
-    if at is None:
-        return []
     out: list[CardProcess] = []
-    for line in lines[at + 1:]:
-        stripped = line.strip()
-        if not stripped.startswith("|"):
-            continue
-        tokens = " ".join(box_cells(stripped)).split()
-        if len(tokens) < 4 or not tokens[0].isdigit() or not tokens[1].isdigit():
-            continue  # the header, or an idle AIP's "N/A" row
+    for tokens in box_process_rows(lines, "Compute Processes", min_tokens=4):
         mem = tokens[-1] if tokens[-1].lower().endswith(("mib", "mb")) else None
         name_tokens = tokens[3:-1] if mem else tokens[3:]
         out.append(

@@ -35,6 +35,7 @@ from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec,
 from gpusat_tui.collectors.tables import (
     box_blocks,
     box_cells,
+    box_process_rows,
     celsius_token,
     first_group,
     header_index,
@@ -113,14 +114,8 @@ def _card(block: list[list[str]]) -> CardReading | None:
 
 
 def _processes(lines: Sequence[str]) -> list[CardProcess]:
-    at = header_index(lines, "Processes:")
-    if at is None:
-        return []
     out: list[CardProcess] = []
-    for line in lines[at + 1:]:
-        tokens = " ".join(box_cells(line)).split() if line.strip().startswith("|") else []
-        if len(tokens) < 4 or not tokens[0].isdigit() or not tokens[1].isdigit():
-            continue
+    for tokens in box_process_rows(lines, "Processes:", min_tokens=4):
         mem = None
         if tokens[-1] == "MiB" and len(tokens) > 4:
             mem, tokens = num(tokens[-2]), tokens[:-2]

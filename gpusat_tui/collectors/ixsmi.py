@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import (
     box_blocks,
-    box_cells,
+    box_process_rows,
     celsius_token,
     first_group,
     header_index,
@@ -88,17 +88,8 @@ def _card(block: list[list[str]], need_memory: bool) -> CardReading | None:
 
 
 def _processes(lines: Sequence[str]) -> list[CardProcess]:
-    at = header_index(lines, "Processes:")
-    if at is None:
-        return []
     out: list[CardProcess] = []
-    for line in lines[at + 1:]:
-        stripped = line.strip()
-        if not stripped.startswith("|"):
-            continue
-        tokens = " ".join(box_cells(stripped)).split()
-        if len(tokens) < 3 or not tokens[0].isdigit() or not tokens[1].isdigit():
-            continue
+    for tokens in box_process_rows(lines, "Processes:"):
         mem = num(tokens[-1].removesuffix("MiB")) if len(tokens) > 3 else None
         names = tokens[2:-1] if mem is not None else tokens[2:]
         out.append(CardProcess(pid=int(tokens[1]), card_id=f"iluvatar:{tokens[0]}",

@@ -8,7 +8,7 @@ each parser keeps its own patterns for what differs (bus-id forms, header words,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 __all__ = [
     "box_blocks",
@@ -120,3 +120,24 @@ def mem_pair(cell: str) -> tuple[str, str] | None:
     """``(used, total)`` tokens of a ``Memory-Usage`` cell in MiB, or None when it has none."""
     match = _MEM_PAIR_RE.search(cell)
     return (match.group(1), match.group(2)) if match else None
+
+
+def box_process_rows(
+    lines: Sequence[str], header: str, min_tokens: int = 3
+) -> Iterator[list[str]]:
+    """The rows of a boxed process table after ``header``, as tokens, each starting with the
+    card index and the PID (nvidia-smi's layout, copied by hl-smi, ixsmi, mx-smi and xpu-smi).
+
+    Rows that do not start with two numbers (the table's own header, an idle card's ``N/A``
+    row) are left out; what follows the PID is each tool's own business.
+    """
+    at = header_index(lines, header)
+    if at is None:
+        return
+    for line in lines[at + 1:]:
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            continue
+        tokens = " ".join(box_cells(stripped)).split()
+        if len(tokens) >= min_tokens and tokens[0].isdigit() and tokens[1].isdigit():
+            yield tokens

@@ -24,7 +24,7 @@ from gpusat_tui import cli
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
 from gpusat_tui.report import analyse
-from gpusat_tui.sources import codec
+from gpusat_tui.sources import blockfile
 from gpusat_tui.sources.codec import format_for_name, part_path, session_paths, sniff
 from gpusat_tui.sources.recorder import Recorder, make_header
 from gpusat_tui.sources.replay import ReplaySource, read_recording
@@ -51,7 +51,7 @@ def frames_of(path: object) -> tuple[list[Frame], list[str]]:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of ~3 frames, so that a short recording has many of them."""
-    monkeypatch.setattr(codec, "BLOCK_BYTES", 8 * 1024)
+    monkeypatch.setattr(blockfile, "BLOCK_BYTES", 8 * 1024)
 
 
 @pytest.mark.parametrize("fmt", list(SUFFIXES))
@@ -221,8 +221,8 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {repo!r})
-    from gpusat_tui.sources import codec
-    codec.BLOCK_BYTES = 8 * 1024
+    from gpusat_tui.sources import blockfile
+    blockfile.BLOCK_BYTES = 8 * 1024
     from gpusat_tui.sources.recorder import Recorder, make_header
     from tests.recording_helpers import rich_frame
     max_bytes = int(sys.argv[2]) or None

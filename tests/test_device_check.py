@@ -194,9 +194,11 @@ def test_script_runs_every_step_on_a_fake_and_says_what_failed(
 
 def test_script_pack_leaves_one_archive_and_the_summary(tmp_path: Path, smi_bin: Path) -> None:
     out = tmp_path / "out"
-    run_script(str(out), path=f"{smi_bin}:/usr/bin:/bin", PACK="1",
-               TRAIN_JOB=str(tmp_path / "none.py"))
-    assert sorted(p.name for p in out.iterdir()) == ["results.tgz", "summary.txt"]
+    run = run_script(str(out), path=f"{smi_bin}:/usr/bin:/bin", PACK="1",
+                     TRAIN_JOB=str(tmp_path / "none.py"))
+    left = sorted(p.name for p in out.iterdir())
+    log = (out / "log.txt").read_text()[-2000:] if (out / "log.txt").exists() else ""
+    assert left == ["results.tgz", "summary.txt"], (run.stdout, run.stderr[-2000:], log)
     with tarfile.open(out / "results.tgz") as tar:
         names = {Path(n).name for n in tar.getnames()}
     assert {"check_load.json", "smi_load.csv", "record_load.jsonl", "log.txt"} <= names

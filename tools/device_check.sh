@@ -186,7 +186,10 @@ print(f"      monitor CPU during (a): mean {cmp.get('monitor_cpu_pct_mean')} %, 
 EOF
 
 if [ "${PACK:-0}" = 1 ]; then
-    (cd "$OUT_DIR" && tar czf results.tgz --exclude results.tgz --exclude summary.txt . \
+    # GNU tar exits 1 when a file changed while it was read (a child's last lines landing in
+    # log.txt): the archive is still whole, so that is no reason to keep the loose files.
+    (cd "$OUT_DIR" && { tar czf results.tgz --exclude results.tgz --exclude summary.txt . \
+        || [ $? -eq 1 ]; } \
         && find . -maxdepth 1 -type f ! -name results.tgz ! -name summary.txt -delete)
 fi
 [ "$FAILED" -eq 0 ] && say "device check: all steps passed" || say "device check: FAILED steps above"

@@ -41,6 +41,7 @@ __all__ = [
     "BlockWriter",
     "Format",
     "IndexedRaw",
+    "LogicalRaw",
     "format_for_name",
     "part_path",
     "sniff",
@@ -262,7 +263,38 @@ def _decode(fmt: str, data: bytes) -> tuple[bytes, bool]:
     return b"".join(out), False
 
 
-class IndexedRaw(io.RawIOBase):
+class LogicalRaw(io.RawIOBase):
+    """A read-only raw stream over text of known length ``_size``, positioned at ``_pos``.
+
+    Subclasses give ``readinto``; seeking is only moving ``_pos`` (reads find their place).
+    """
+
+    _pos = 0
+    _size = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence == io.SEEK_END:
+            offset += self._size
+        self._pos = max(0, offset)
+        return self._pos
+
+
+class IndexedRaw(LogicalRaw):
     """The logical (decompressed) bytes of a compressed recording, seekable by logical offset."""
 
     def __init__(self, path: Path, fmt: Format, fh: IO[bytes]) -> None:
@@ -388,27 +420,6 @@ class IndexedRaw(io.RawIOBase):
             text = whole + b"\n" * (block.u_len - len(whole))
         self._cache = (i, text)
         return text
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_CUR:
-            offset += self._pos
-        elif whence == io.SEEK_END:
-            offset += self._size
-        self._pos = max(0, offset)
-        return self._pos
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         if self._pos >= self._size or not self._blocks:

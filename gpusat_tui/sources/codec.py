@@ -29,6 +29,7 @@ from gpusat_tui.sources.blockfile import (
     BlockWriter,
     Format,
     IndexedRaw,
+    LogicalRaw,
     format_for_name,
     part_path,
     sniff,
@@ -143,7 +144,7 @@ def _open_raw(path: Path) -> IndexedRaw | _PlainRaw:
         fh.close()
 
 
-class _Stream(io.RawIOBase):
+class _Stream(LogicalRaw):
     """The parts' logical streams back to back (later parts without their header line)."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
@@ -206,29 +207,8 @@ class _Stream(io.RawIOBase):
         return self._size != before
 
     @property
-    def size(self) -> int:
-        return self._size
-
-    @property
     def damaged_blocks(self) -> int:
         return sum(len(raw.damaged) for raw in self._raws)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_CUR:
-            offset += self._pos
-        elif whence == io.SEEK_END:
-            offset += self._size
-        self._pos = max(0, offset)
-        return self._pos
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         if self._pos >= self._size:

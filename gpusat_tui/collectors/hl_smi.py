@@ -25,12 +25,10 @@ from collections.abc import Sequence
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import (
     box_blocks,
+    box_card,
     box_process_rows,
-    celsius_token,
     first_group,
     header_index,
-    mem_pair,
-    power_pair,
     sentinel_to_none,
 )
 from gpusat_tui.model import CardProcess, CardReading
@@ -38,7 +36,6 @@ from gpusat_tui.model import CardProcess, CardReading
 TOOL = "hl-smi"
 
 _VERSION_RE = re.compile(r"HL-SMI Version:\s*(\S+)")
-_BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 _PERF_RE = re.compile(r"^P\d+$")
 _FLAGS = {"n/a", "on", "off"}
 
@@ -54,40 +51,27 @@ def _figure(token: str | None) -> float | None:
 
 
 def _card(block: list[list[str]]) -> CardReading | None:
-    first = block[0]
-    head = first[0].split()
-    if not head or not head[0].isdigit():
+    cells = box_card(block, _FLAGS, rows=1)
+    if cells is None:
         return None
-    name_tokens = head[1:]
-    while name_tokens and name_tokens[-1].lower() in _FLAGS:
-        name_tokens.pop()
-    bus = next((t for t in (first[1].split() if len(first) > 1 else []) if _BUS_RE.match(t)), None)
     extras: dict[str, float | str | None] = {}
-    if len(first) > 2 and first[2]:
-        extras["uncorrectable"] = first[2]
-    second = block[1] if len(block) > 1 else []
-    left = second[0] if second else ""
-    power = power_pair(left)
-    mem = mem_pair(second[1]) if len(second) > 1 else None
-    right = second[2].split() if len(second) > 2 else []
-    perf = next((t for t in left.split() if _PERF_RE.match(t)), None)
+    if len(cells.first) > 2 and cells.first[2]:
+        extras["uncorrectable"] = cells.first[2]
+    perf = next((t for t in cells.left.split() if _PERF_RE.match(t)), None)
     if perf:
         extras["perf"] = perf
-    if len(right) > 1 and not right[1].endswith("%"):
-        extras["compute_mode"] = right[1]
+    if len(cells.right) > 1 and not cells.right[1].endswith("%"):
+        extras["compute_mode"] = cells.right[1]
+    power = cells.power
     return CardReading(
-        vendor="gaudi",
-        index=int(head[0]),
-        name=" ".join(name_tokens) or None,
-        bus_id=bus,
-        util_pct=num(right[0]) if right else None,
-        mem_used_mib=num(mem[0]) if mem else None,
-        mem_total_mib=(num(mem[1]) or None) if mem else None,
-        power_w=_figure(power[0]) if power else None,
-        power_cap_w=_figure(power[1]) if power else None,
-        temp_c=num(celsius_token(left.split())),
-        extras=extras,
-        tool=TOOL,
+        vendor="gaudi", index=cells.index, name=cells.name, bus_id=cells.bus_id,
+        **{
+            **cells.figures(),
+            # 65535 W is hl-smi's "no reading", not a figure
+            "power_w": _figure(power[0]) if power else None,
+            "power_cap_w": _figure(power[1]) if power else None,
+        },
+        extras=extras, tool=TOOL,
     )
 
 

@@ -34,13 +34,11 @@ from collections.abc import Sequence
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import (
     box_blocks,
+    box_card,
     box_cells,
     box_process_rows,
-    celsius_token,
     first_group,
     header_index,
-    mem_pair,
-    power_pair,
 )
 from gpusat_tui.collectors.xpu_smi import is_intel
 from gpusat_tui.model import CardProcess, CardReading
@@ -48,7 +46,6 @@ from gpusat_tui.model import CardProcess, CardReading
 TOOL = "intel-xpu-smi"
 
 _VERSION_RE = re.compile(r"XPU-SMI\s+v?(\d[\w.]*)", re.IGNORECASE)
-_BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 _KUNLUN_RE = re.compile(
     r"XPU-RT Version|^\s*DEVICES\s*$|\|\s*DevID\s*\||^[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:"
     r"[0-9A-Fa-f]{2}\.[0-7]\s+\d+\s+\d+\s",
@@ -79,37 +76,17 @@ def _refuse_kunlunxin(text: str, view: str) -> None:
 
 
 def _card(block: list[list[str]]) -> CardReading | None:
-    first = block[0]
-    head = first[0].split()
-    if len(block) < 2 or not head or not head[0].isdigit():
+    cells = box_card(block, _FLAGS)
+    if cells is None:
         return None
-    name_tokens = head[1:]
-    while name_tokens and name_tokens[-1].lower() in _FLAGS:
-        name_tokens.pop()
-    second = block[1]
-    left = second[0]
-    power = power_pair(left)
-    mem = mem_pair(second[1]) if len(second) > 1 else None
-    right = second[2].split() if len(second) > 2 else []
     extras: dict[str, float | str | None] = {}
-    if len(right) > 1:
-        extras["compute_mode"] = right[1]
-    if len(first) > 2 and first[2]:
-        extras["ecc"] = first[2]
+    if len(cells.right) > 1:
+        extras["compute_mode"] = cells.right[1]
+    if len(cells.first) > 2 and cells.first[2]:
+        extras["ecc"] = cells.first[2]
     return CardReading(
-        vendor="intel",
-        index=int(head[0]),
-        name=" ".join(name_tokens) or None,
-        bus_id=next((t for t in (first[1].split() if len(first) > 1 else []) if _BUS_RE.match(t)),
-                    None),
-        util_pct=num(right[0]) if right else None,
-        mem_used_mib=num(mem[0]) if mem else None,
-        mem_total_mib=(num(mem[1]) or None) if mem else None,
-        power_w=num(power[0]) if power else None,
-        power_cap_w=num(power[1]) if power else None,
-        temp_c=num(celsius_token(left.split())),
-        extras=extras,
-        tool=TOOL,
+        vendor="intel", index=cells.index, name=cells.name, bus_id=cells.bus_id,
+        **cells.figures(), extras=extras, tool=TOOL,
     )
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from gpusat_tui.collectors.base import num
 
 __all__ = [
     "box_blocks",
@@ -141,3 +144,72 @@ def box_process_rows(
         tokens = " ".join(box_cells(stripped)).split()
         if len(tokens) >= min_tokens and tokens[0].isdigit() and tokens[1].isdigit():
             yield tokens
+
+
+#: A PCI bus id as the boxed tables print it: ``0000:18:00.0``.
+BUS_ID_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
+
+
+@dataclass(frozen=True)
+class BoxCard:
+    """The cells of one card in an nvidia-smi-style box table, as most copies lay them out.
+
+    First row: ``index name [flags] | bus id | ...``; second row: ``... temp ... power/cap |
+    used / total memory | util [compute mode]``. Each tool reads its own extras from the rows.
+    """
+
+    index: int
+    name: str | None
+    bus_id: str | None
+    first: list[str]
+    second: list[str]
+    #: The second row's first cell (temperature, power, perf state) and the tokens of its third
+    #: (utilisation, compute mode).
+    left: str
+    right: list[str]
+    power: tuple[str, str] | None
+    mem: tuple[str, str] | None
+
+    def figures(self) -> dict[str, float | None]:
+        """The CardReading figures every such table gives in the same cells."""
+        mem, power = self.mem, self.power
+        return {
+            "util_pct": num(self.right[0]) if self.right else None,
+            "mem_used_mib": num(mem[0]) if mem else None,
+            "mem_total_mib": (num(mem[1]) or None) if mem else None,
+            "power_w": num(power[0]) if power else None,
+            "power_cap_w": num(power[1]) if power else None,
+            "temp_c": num(celsius_token(self.left.split())),
+        }
+
+
+def box_card(
+    block: list[list[str]], flags: Iterable[str], *, rows: int = 2
+) -> BoxCard | None:
+    """`BoxCard` of one block of `box_blocks`, or None for a block that is not a card.
+
+    ``flags`` are trailing words of the name cell that are not the name (``On``, ``N/A``);
+    ``rows`` is how many rows a card block needs.
+    """
+    first = block[0]
+    head = first[0].split()
+    if len(block) < rows or not head or not head[0].isdigit():
+        return None
+    names = head[1:]
+    flags = {f.lower() for f in flags}
+    while names and names[-1].lower() in flags:
+        names.pop()
+    second = block[1] if len(block) > 1 else []
+    left = second[0] if second else ""
+    return BoxCard(
+        index=int(head[0]),
+        name=" ".join(names) or None,
+        bus_id=next((t for t in (first[1].split() if len(first) > 1 else [])
+                     if BUS_ID_RE.match(t)), None),
+        first=first,
+        second=second,
+        left=left,
+        right=second[2].split() if len(second) > 2 else [],
+        power=power_pair(left),
+        mem=mem_pair(second[1]) if len(second) > 1 else None,
+    )

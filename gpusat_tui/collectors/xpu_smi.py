@@ -30,11 +30,10 @@ import shlex
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import (
     box_blocks,
+    box_card,
     box_cells,
-    celsius_token,
     header_index,
     mem_pair,
-    power_pair,
 )
 from gpusat_tui.model import CardProcess, CardReading
 
@@ -112,25 +111,15 @@ def _pct_of(cell: str | None) -> float | None:
 
 
 _DRIVER_RE = re.compile(r"Driver Version:\s*(\S+)")
-_BOX_BUS_RE = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 
 
 def _box_card(block: list[list[str]]) -> CardReading | None:
-    first = block[0]
-    head = first[0].split()
-    if len(block) < 2 or not head or not head[0].isdigit():
+    cells = box_card(block, ("n/a", "on", "off"))
+    if cells is None:
         return None
-    names = head[1:]
-    while names and names[-1].lower() in ("n/a", "on", "off"):
-        names.pop()
-    second = block[1]
-    left = second[0]
-    power = power_pair(left)
-    mem = mem_pair(second[1]) if len(second) > 1 else None
-    right = second[2].split() if len(second) > 2 else []
     extras: dict[str, float | str | None] = {}
-    if len(right) > 1:
-        extras["compute_mode"] = right[1]
+    if len(cells.right) > 1:
+        extras["compute_mode"] = cells.right[1]
     if len(block) > 2:  # P800: L3-Usage and SR-IOV M. on a third row
         third = block[2]
         l3 = mem_pair(third[1]) if len(third) > 1 else None
@@ -139,19 +128,8 @@ def _box_card(block: list[list[str]]) -> CardReading | None:
         if len(third) > 2 and third[2]:
             extras["sriov"] = third[2]
     return CardReading(
-        vendor="kunlunxin",
-        index=int(head[0]),
-        name=" ".join(names) or None,
-        bus_id=next((t for t in (first[1].split() if len(first) > 1 else [])
-                     if _BOX_BUS_RE.match(t)), None),
-        util_pct=num(right[0]) if right else None,
-        mem_used_mib=num(mem[0]) if mem else None,
-        mem_total_mib=(num(mem[1]) or None) if mem else None,
-        power_w=num(power[0]) if power else None,
-        power_cap_w=num(power[1]) if power else None,
-        temp_c=num(celsius_token(left.split())),
-        extras=extras,
-        tool=TOOL,
+        vendor="kunlunxin", index=cells.index, name=cells.name, bus_id=cells.bus_id,
+        **cells.figures(), extras=extras, tool=TOOL,
     )
 
 

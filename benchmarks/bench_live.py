@@ -34,12 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.collectors.loops import loop_stream
-from gpusat_tui.collectors.nvidia_smi import QUERY_GPU_ARGS
 from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import neuron_monitor as nm_fmt
 from tests.fakes.formats import npu_smi_watch as watch_fmt
-from tests.fakes.formats import nvidia_smi as nv_fmt
 from tests.fakes.formats import tegrastats as tg_fmt
 from tests.fakes.stream import Run, write_dispatch, write_fake_stream
 from tests.fakes.tool import FakeBin
@@ -95,8 +93,9 @@ async def bench_mode(
 def write_modes_fakes(
     folder: Path, spec: ToolSpec, cards: list[FakeCard], period: float, streams: bool
 ) -> FakeBin:
-    """A fake of ``spec`` for calls, or for its stream (a dispatcher on the loop flag, so that
-    its process-list calls still answer; it costs them one more exec).
+    """A fake of ``spec`` for calls, or for its stream: nvidia-smi's fake plays ``-lms`` itself;
+    npu-smi's watch is a dispatcher on the loop flag, so that its process-list calls still
+    answer (it costs them one more exec).
 
     Its stream prints a record every ``period`` (the poll interval, as the live source asks
     the real tools to)."""
@@ -111,19 +110,20 @@ def write_modes_fakes(
         write_fake_stream(fakes.dir / "neuron-monitor",
                           [Run(records=[nm_fmt.render_report(cards, procs)], period=period)])
         return fakes
+    if spec.tool == "nvidia-smi":
+        # One script for both modes, as the real tool: ``<query> -lms N`` prints a sample
+        # every N ms in one process (`tests.fakes.tool`), other argv are calls.
+        fakes.add_for_spec(spec, [cards], loop_flag="-lms")
+        return fakes
     if not streams:
         fakes.add_for_spec(spec, [cards])
         return fakes
+    # npu-smi info watch: the header once, then rows (another renderer: a dispatcher).
     calls = fakes.add_for_spec(spec, [cards], name=f"{spec.names[0]}-calls")
-    if spec.tool == "nvidia-smi":
-        records = [nv_fmt.render_for_args(QUERY_GPU_ARGS, cards, ())]
-        marker = "-lms"
-    else:  # npu-smi info watch: the header once, then rows
-        records = [watch_fmt.render_sample(cards), watch_fmt.render_sample(cards, header=False)]
-        marker = "watch"
+    records = [watch_fmt.render_sample(cards), watch_fmt.render_sample(cards, header=False)]
     stream = write_fake_stream(fakes.dir / f"{spec.names[0]}-loop",
                                [Run(records=records, period=period)])
-    write_dispatch(fakes.dir / spec.names[0], marker, stream.path, calls.path)
+    write_dispatch(fakes.dir / spec.names[0], "watch", stream.path, calls.path)
     return fakes
 
 

@@ -60,7 +60,7 @@ def make_bin(root: Path, hung: bool) -> FakeBin:
     from gpusat_tui.collectors.nvidia_smi import SPECS as NVIDIA
 
     fake = FakeBin(root / ("bin-hung" if hung else "bin"))
-    fake.add_for_spec(NVIDIA[0], [eight_cards(i) for i in range(120)])
+    fake.add_for_spec(NVIDIA[0], [eight_cards(i) for i in range(120)], loop_flag="-lms")
     if hung:
         from gpusat_tui.collectors.hy_smi import SPECS as HYGON
 
@@ -174,7 +174,8 @@ def key_latency(pane: Pane, presses: int = 10) -> list[float]:
 
 
 def breakdown(root: Path, polls: int = 20) -> None:
-    """Where the monitor's CPU goes, in-process: polling alone, then verdicts alone."""
+    """Where the monitor's CPU goes, in-process: polling alone (through nvidia-smi's ``-lms``
+    stream, the default, then with a call per poll), then verdicts alone."""
     import asyncio
     import os
 
@@ -184,17 +185,20 @@ def breakdown(root: Path, polls: int = 20) -> None:
     fake = make_bin(root / "breakdown", hung=False)
     old_path = os.environ.get("PATH", "")
     os.environ["PATH"] = fake.path
-    frames = []
+    frames: list = []
 
-    async def poll() -> float:
-        source = LiveSource(interval=1.0)
+    async def poll(streams: bool | None) -> float:
+        source = LiveSource(interval=1.0, streams=streams)
         source.discover()
+        seen = 0
         cpu = 0.0
         async for frame in source.frames():
-            frames.append(frame)
-            if len(frames) == 2:
+            seen += 1
+            if streams is None:
+                frames.append(frame)
+            if seen == 2:
                 start_cpu, start_wall = time.process_time(), time.perf_counter()
-            if len(frames) == polls:
+            if seen == polls:
                 cpu = time.process_time() - start_cpu
                 wall = time.perf_counter() - start_wall
                 break
@@ -202,7 +206,8 @@ def breakdown(root: Path, polls: int = 20) -> None:
         return 1000 * cpu / wall
 
     try:
-        live_ms = asyncio.run(poll())
+        live_ms = asyncio.run(poll(None))
+        calls_ms = asyncio.run(poll(False))
     finally:
         os.environ["PATH"] = old_path
     tracker = VerdictTracker()
@@ -214,7 +219,8 @@ def breakdown(root: Path, polls: int = 20) -> None:
     for frame in warm[60:]:
         tracker.push(frame)
     per_frame = 1000 * (time.process_time() - start) / max(len(warm) - 60, 1)
-    print(f"breakdown: LiveSource polling alone {live_ms:.1f} ms CPU/s; "
+    print(f"breakdown: LiveSource polling alone {live_ms:.1f} ms CPU/s (nvidia-smi -lms, the "
+          f"default; {calls_ms:.1f} with a call per poll); "
           f"VerdictTracker.push {per_frame:.1f} ms per 8-card frame")
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
-from gpusat_tui.collectors.nvidia_smi import QUERY_GPU_ARGS
+from gpusat_tui.collectors.nvidia_smi import QUERY_GPU_ARGS, QUERY_GPU_EVENT_ARGS
 from tests.collector_helpers import read_sample, samples_dir
 from tests.conftest import leftover_processes
 from tests.fakes import FakeCard, FakeProcess
@@ -177,4 +177,39 @@ def test_nvidia_smi_loop_mode_is_read_as_a_stream(fake_bin: FakeBin) -> None:
     assert calls.calls(QUERY_GPU_ARGS) == 0
     assert 1 <= calls.calls() <= 2
     assert not any("calling it every poll" in n for n in report["notes"])
+    done_cleanly(fake_bin, report)
+
+
+def test_nvidia_smi_fake_plays_its_loop_mode_in_one_process(fake_bin: FakeBin) -> None:
+    """The fake with ``loop_flag="-lms"`` (the benchmarks' fake) is one process printing one
+    sample per period, as the real tool does: read as the stream, its figures never called."""
+    steps = [[FakeCard(index=i, util_pct=u + i, mem_used_mib=1000.0 * (i + 1),
+                       mem_total_mib=81920.0, power_w=200.0 + u, power_cap_w=700.0,
+                       temp_c=60.0) for i in range(2)] for u in (10.0, 50.0, 90.0)]
+    spec = next(s for s in all_specs() if s.tool == "nvidia-smi")
+    tool = fake_bin.add_for_spec(spec, steps, loop_flag="-lms")
+    report = check_json(fake_bin, *ARGS)
+    assert [c["id"] for c in report["cards"]] == ["nvidia:0", "nvidia:1"]
+    for i, card in enumerate(report["cards"]):
+        assert_series(card["util_pct"], [10.0 + i, 50.0 + i, 90.0 + i])
+        assert card["power_cap_w"] == 700.0 and card["mem_total_mib"] == 81920.0
+    assert tool.loop_starts() == 1 and tool.loop_starts(QUERY_GPU_ARGS) == 1
+    assert tool.calls(QUERY_GPU_ARGS) == tool.calls(QUERY_GPU_EVENT_ARGS) == 0
+    assert 1 <= tool.calls() <= 2  # the process list, every 5th poll
+    assert not any("calling it every poll" in n for n in report["notes"])
+    done_cleanly(fake_bin, report)
+
+
+def test_nvidia_smi_fake_loop_refusing_its_query_falls_back_to_calls(fake_bin: FakeBin) -> None:
+    """A refused argv is refused in its loop mode too (usage text, exit 1): the live source
+    then calls the tool every poll, as with a driver whose ``-lms`` fails."""
+    cards = [FakeCard(index=0, util_pct=40.0, mem_total_mib=81920.0)]
+    spec = next(s for s in all_specs() if s.tool == "nvidia-smi")
+    tool = fake_bin.add_for_spec(spec, [cards], refuse=[QUERY_GPU_ARGS], loop_flag="-lms")
+    report = check_json(fake_bin, *ARGS)
+    assert [c["id"] for c in report["cards"]] == ["nvidia:0"]
+    assert tool.loop_starts() == 1
+    assert tool.calls(QUERY_GPU_EVENT_ARGS) == report["samples"]
+    assert any("ended before its first record" in n and "calling it every poll" in n
+               for n in report["notes"])
     done_cleanly(fake_bin, report)

@@ -12,6 +12,13 @@ checks it gets killed), ``fail`` (exit non-zero with a stderr line), ``garbage``
 ``crash`` (dies of SIGSEGV), and any card list (lose a card = a step with fewer cards).
 Argument lists listed in ``refuse`` always get a usage text and exit 1, like an old tool without
 that flag.
+
+A loop mode (``loop_flag="-lms"``: nvidia-smi's ``<query> -lms N``) makes one start of the tool
+print the calls of that argument list one after another, one every N ms, in one process, as the
+real tool does (a header-less csv query prints only rows, sample after sample); past the end of
+the scenario the last call repeats. A ``hang`` step goes silent, a ``crash`` step dies, a
+non-zero exit (``fail``, a refused argv) prints its output and ends the loop with that status.
+Without a loop flag the loop argv is unknown: usage text, exit 2 (a driver without ``-lms``).
 """
 
 from __future__ import annotations
@@ -69,13 +76,20 @@ class FakeTool:
     arg_lists: list[tuple[str, ...]]
 
     def calls(self, args: Sequence[str] | None = None) -> int:
-        """How many times the tool was called (with ``args``, or in total)."""
+        """How many times the tool was called (with ``args``, or in total); loops not counted."""
+        return self._count("count", args)
+
+    def loop_starts(self, args: Sequence[str] | None = None) -> int:
+        """How many times its loop mode was started (with ``args``, or in total)."""
+        return self._count("loops", args)
+
+    def _count(self, prefix: str, args: Sequence[str] | None) -> int:
         keys = range(len(self.arg_lists)) if args is None else [
             self.arg_lists.index(tuple(args))
         ]
         total = 0
         for key in keys:
-            counter = self.data_dir / f"count.k{key}"
+            counter = self.data_dir / f"{prefix}.k{key}"
             if counter.exists():
                 total += int(counter.read_text().strip() or 0)
         return total
@@ -109,10 +123,12 @@ class FakeBin:
         arg_lists: Sequence[Sequence[str]] = ((),),
         refuse: Sequence[Sequence[str]] = (),
         seed: int = 0,
+        loop_flag: str | None = None,
     ) -> FakeTool:
         """Write fake ``name`` answering each of ``arg_lists`` along ``steps``."""
         return write_fake_tool(
-            self.dir / name, render, [as_step(s) for s in steps], arg_lists, refuse, seed
+            self.dir / name, render, [as_step(s) for s in steps], arg_lists, refuse, seed,
+            loop_flag=loop_flag,
         )
 
     def add_for_spec(
@@ -122,8 +138,10 @@ class FakeBin:
         refuse: Sequence[Sequence[str]] = (),
         name: str | None = None,
         render: Renderer | None = None,
+        loop_flag: str | None = None,
     ) -> FakeTool:
-        """Fake ``spec``'s tool (under its first executable name) with its vendor renderer."""
+        """Fake ``spec``'s tool (under its first executable name) with its vendor renderer;
+        ``loop_flag`` (``"-lms"``): it also runs its loop mode (see the module docstring)."""
         steps = [as_step(s) for s in steps]
         render = render or renderer_for(spec)
         tool = self.add(
@@ -132,6 +150,7 @@ class FakeBin:
             steps,
             arg_lists=spec_arg_lists(spec, parsed_cards(spec, render, steps)),
             refuse=refuse,
+            loop_flag=loop_flag,
         )
         self.tools[spec.tool] = tool
         return tool
@@ -208,8 +227,11 @@ def write_fake_tool(
     arg_lists: Sequence[Sequence[str]] = ((),),
     refuse: Sequence[Sequence[str]] = (),
     seed: int = 0,
+    loop_flag: str | None = None,
 ) -> FakeTool:
-    """Render every call in advance and write the ``#!/bin/sh`` script that replays them."""
+    """Render every call in advance and write the ``#!/bin/sh`` script that replays them.
+
+    ``loop_flag``: ``<args> <loop_flag> MS`` plays the calls of ``args`` as one stream."""
     if not steps:
         raise ValueError("a fake tool needs at least one step")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -226,6 +248,10 @@ def write_fake_tool(
     for key, args in enumerate(arg_lists):
         pattern = shlex.quote(" ".join(args))
         cases.append(f"  {pattern}) k=k{key} ;;")
+        if loop_flag is not None:
+            # Any interval after the flag: the glob is outside the quotes.
+            looped = shlex.quote(" ".join((*args, loop_flag)) + " ")
+            cases.append(f"  {looped}*) k=k{key}; loop=1 ;;")
         for n, step in enumerate(steps, start=1):
             _write_call(data, f"k{key}.{n}", path.name, args, step, args in refused, render, rng)
         for suffix in ("out", "err", "rc", "hang", "crash"):
@@ -238,10 +264,31 @@ def write_fake_tool(
     usage.write_text(usage_text(path.name))
     script = f"""#!/bin/sh
 d={shlex.quote(str(data))}
+loop=
 case "$*" in
 {chr(10).join(cases)}
   *) cat "$d/usage" >&2; exit 2 ;;
 esac
+if [ -n "$loop" ]; then
+  for a; do ms=$a; done
+  case "$ms" in ''|*[!0-9]*) cat "$d/usage" >&2; exit 2 ;; esac
+  s=$((ms / 1000)).$(printf %03d $((ms % 1000)))
+  n=0
+  [ -f "$d/loops.$k" ] && read n < "$d/loops.$k"
+  echo "$((n + 1))" > "$d/loops.$k"
+  n=1
+  while :; do
+    c="$k.$n"
+    [ -f "$d/$c.rc" ] || c="$k.last"
+    if [ -f "$d/$c.hang" ]; then exec "$d/sleep" 600; fi
+    if [ -f "$d/$c.crash" ]; then kill -SEGV $$; fi
+    cat "$d/$c.out"
+    read rc < "$d/$c.rc"
+    if [ "$rc" != 0 ]; then cat "$d/$c.err" >&2; exit "$rc"; fi
+    n=$((n + 1))
+    "$d/sleep" "$s"
+  done
+fi
 n=0
 [ -f "$d/count.$k" ] && read n < "$d/count.$k"
 n=$((n + 1))

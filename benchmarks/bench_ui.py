@@ -1,6 +1,7 @@
 """Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, per pane size and view.
 
 Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR] [--sizes 100x30] [--hung]
+              [--breakdown [--polls 20]]  (``--sizes --breakdown``: the in-process breakdown alone)
 
 Figures:
 1. Start-up: from the tmux pane's start to the first live figures on screen (wall time), and
@@ -219,8 +220,8 @@ def breakdown(root: Path, polls: int = 20) -> None:
     for frame in warm[60:]:
         tracker.push(frame)
     per_frame = 1000 * (time.process_time() - start) / max(len(warm) - 60, 1)
-    print(f"breakdown: LiveSource polling alone {live_ms:.1f} ms CPU/s (nvidia-smi -lms, the "
-          f"default; {calls_ms:.1f} with a call per poll); "
+    print(f"breakdown: LiveSource polling alone {live_ms:.2f} ms CPU/s (nvidia-smi -lms, the "
+          f"default; {calls_ms:.2f} with a call per poll); "
           f"VerdictTracker.push {per_frame:.1f} ms per 8-card frame")
 
 
@@ -266,6 +267,8 @@ def main() -> int:
     parser.add_argument("--sizes", nargs="*", default=[f"{w}x{h}" for w, h in SIZES])
     parser.add_argument("--hung", action="store_true", help="also the hung-tool case")
     parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--polls", type=int, default=20,
+                        help="polls (at 1 Hz) per mode in the breakdown")
     args = parser.parse_args()
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes]
     print(f"machine: {psutil.cpu_count()} CPUs, python {sys.version.split()[0]}, "
@@ -293,7 +296,7 @@ def main() -> int:
             finally:
                 pane.close()
         if args.breakdown:
-            breakdown(root)
+            breakdown(root, args.polls)
     return 0
 
 

@@ -21,10 +21,13 @@ Cost (figures from benchmarks/bench_processes.py on the 2-core reference machine
 re-reads one ``/proc/<pid>/stat`` per watched process through a descriptor kept open between
 ticks (~3 µs; psutil's ``oneshot()`` + ``cpu_percent()`` + ``status()`` costs ~34 µs per process,
 the difference between meeting and missing the 2 ms/tick budget with 72 processes), plus one
-read per pin-memory thread and ``/proc/stat`` for the host. Finding new workers needs the whole
-process table (~400 processes, ~4-5 ms to read in full), so it runs only every ``rescan_s``
-seconds, and then reads only new and young processes; every tenth rescan reads them all.
-Off Linux the same logic runs on reused ``psutil.Process`` objects under ``oneshot()``.
+read per pin-memory thread and one of ``/proc/stat`` for the host (kept open too). Finding new
+workers needs the whole process table (~400 processes, ~4-5 ms to read in full), so it runs
+only every ``rescan_s`` seconds, and then reads only new and young processes; every tenth
+rescan reads them all. A tick that reads them all is the one the live source runs in a
+worker thread (`ProcessMonitor.sample_if_cheap`); the others run on its event loop, sparing
+a thread hop. Off Linux the same logic runs on reused ``psutil.Process`` objects under
+``oneshot()``.
 
 Process states are psutil's words (``running``, ``sleeping``, ``disk-sleep``, ``zombie``...),
 plus ``denied`` for a process this account may not read.
@@ -88,6 +91,9 @@ _STATES: dict[str, str] = {
 
 #: How far up the parent chain a worker's trainer is looked for (launchers nest a few deep).
 _MAX_DEPTH = 64
+#: The most processes on the machine for which a partial rescan is cheap enough for the
+#: caller's thread (`ProcessMonitor.sample_if_cheap`).
+INLINE_SCAN_MAX = 1000
 
 
 class ProcStat(NamedTuple):
@@ -249,6 +255,8 @@ class _ProcfsReader:
     #: Every this many rescans, re-read every process (names and parents of old processes can
     #: change too, rarely: a late rename, a reparent, a PID reused between two rescans).
     FULL_EVERY = 10
+    #: ``/proc/stat``, kept open for `host_cpu` (-1: not open yet).
+    _stat_fd: int = -1
 
     def __init__(self, root: str = PROC_ROOT) -> None:
         self.root = root
@@ -338,6 +346,11 @@ class _ProcfsReader:
                 continue  # exited between listing and reading, or unreadable garbage
         self._cache = table
         return table, denied
+
+    def cheap_scan(self, limit: int) -> bool:
+        """Whether the next `scan` reads only new and young processes (not the first scan,
+        not a `FULL_EVERY`-th one) of a table that last had at most ``limit`` processes."""
+        return self._scans % self.FULL_EVERY != 0 and len(self._cache) <= limit
 
     def handle(self, pid: int) -> object:
         """Keep the process's stat file open (within the cap) for cheap re-reads."""
@@ -431,6 +444,57 @@ class _ProcfsReader:
             return ""
         return data.replace(b"\0", b" ").decode("utf-8", "replace")
 
+    def host_cpu(self) -> tuple[float, float, float | None]:
+        """(total, idle + iowait, iowait) CPU seconds of the host (`_host_totals`).
+
+        The first line of ``/proc/stat``, re-read through a descriptor kept open: the figures
+        psutil.cpu_times() gives (the same fields over the same clock ticks), for one
+        ``pread`` instead of an open, a buffered read and a close, and no named tuple. Off
+        the usual layout, psutil reads it.
+        """
+        try:
+            if self._stat_fd < 0:
+                self._stat_fd = os.open(f"{self.root}/stat", os.O_RDONLY)
+            line = os.pread(self._stat_fd, 1024, 0).split(b"\n", 1)[0]
+            values = line.split()
+            if len(values) < 5 or values[0] != b"cpu":
+                raise ValueError("not a /proc/stat cpu line")
+            ticks = self.clock_ticks
+            fields = [float(x) / ticks for x in values[1:len(_CPU_FIELDS) + 1]]
+        except (OSError, ValueError):
+            return _PsutilReader.host_cpu()
+        return _host_totals(fields, _CPU_FIELDS)
+
+    def close(self) -> None:
+        """Close ``/proc/stat`` (reopened by the next `host_cpu`)."""
+        if self._stat_fd >= 0:
+            fd, self._stat_fd = self._stat_fd, -1
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+#: The fields of the /proc/stat cpu line, in order (psutil's ``scputimes`` on Linux).
+_CPU_FIELDS = (
+    "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice",
+)
+
+
+def _host_totals(
+    fields: Sequence[float], names: Sequence[str]
+) -> tuple[float, float, float | None]:
+    """(total, idle + iowait, iowait) from CPU times by field name. Linux counts guest time
+    inside user/nice already (psutil does the same), so guest fields are taken out of the
+    total once."""
+    times = dict(zip(names, fields, strict=False))
+    total = sum(fields)
+    total -= times.get("guest", 0.0) + times.get("guest_nice", 0.0)
+    iowait = times.get("iowait")
+    idle = times["idle"] + (iowait or 0.0)
+    return total, idle, iowait
+
 
 class _PsutilReader:
     """Anywhere psutil runs: reused ``psutil.Process`` objects read under ``oneshot()``."""
@@ -454,6 +518,13 @@ class _PsutilReader:
 
     def release(self, handle: object) -> None:
         """Nothing to release: a psutil.Process holds no descriptor."""
+
+    def close(self) -> None:
+        """Nothing kept open."""
+
+    def cheap_scan(self, limit: int) -> bool:
+        """Never: every scan here reads every process through psutil."""
+        return False
 
     def forget(self, pid: int) -> None:
         """Nothing cached between scans here."""
@@ -511,6 +582,12 @@ class _PsutilReader:
         except psutil.Error:
             return ""
 
+    @staticmethod
+    def host_cpu() -> tuple[float, float, float | None]:
+        """(total, idle + iowait, iowait) CPU seconds of the host, from psutil."""
+        times = psutil.cpu_times()
+        return _host_totals(tuple(times), times._fields)
+
 
 @dataclass
 class _Watched:
@@ -546,7 +623,9 @@ def _pct(
 class ProcessMonitor:
     """Follows the training process(es) and their DataLoader workers; one `sample()` per poll.
 
-    Not thread-safe: one poller owns it (the live source calls `sample` from its worker thread).
+    Not thread-safe: one poller owns it (the live source calls `sample_if_cheap` on its
+    event loop and, when that declines a full scan, `sample` from a worker thread; never both
+    at once).
     """
 
     def __init__(
@@ -576,6 +655,8 @@ class ProcessMonitor:
         self._auto_found: dict[int, float] = {}
         self._said: set[str] = set()
         self._host_last: tuple[float, float, float | None] | None = None
+        #: The clock reading of a tick `sample_if_cheap` left to `sample`.
+        self._deferred_now: float | None = None
         self._cpu_count = psutil.cpu_count()
         self._hidepid = self._read_hidepid()
         self._is_root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -585,8 +666,37 @@ class ProcessMonitor:
     def sample(self, card_processes: Sequence[CardProcess] = ()) -> ProcessReport:
         """One tick: figures of every trainer and worker, the host, and what went wrong."""
         report = ProcessReport()
+        now, self._deferred_now = self._deferred_now, None
+        self._guarded_tick(card_processes, report, now, cheap_only=False)
+        return report
+
+    def sample_if_cheap(
+        self, card_processes: Sequence[CardProcess] = ()
+    ) -> ProcessReport | None:
+        """The tick `sample` would do, unless it reads the whole process table; then None,
+        having done nothing.
+
+        A steady tick re-reads the watched processes (µs each), a rescan of new and young
+        processes on a table of at most `INLINE_SCAN_MAX` adds a listing of ``/proc`` (~0.5
+        ms for 400 processes): both may run on an event loop's thread. A full scan (the first,
+        every `_ProcfsReader.FULL_EVERY`-th, any through psutil, a bigger table: ms) is left
+        to `sample` in a worker thread, which costs a thread hop and two wake-ups (~0.4 ms of
+        CPU at 1 Hz on the reference machine). The clock reading of a deferred tick is kept
+        for that `sample`.
+        """
+        report = ProcessReport()
+        if not self._guarded_tick(card_processes, report, None, cheap_only=True):
+            return None
+        return report
+
+    def _guarded_tick(
+        self, card_processes: Sequence[CardProcess], report: ProcessReport,
+        now: float | None, cheap_only: bool,
+    ) -> bool:
+        """`_tick` and the host figures, never raising; False when the tick was deferred."""
         try:
-            self._tick(card_processes, report)
+            if not self._tick(card_processes, report, now, cheap_only):
+                return False
         except Exception as exc:  # a monitor must never take the dashboard down
             self._error(report, f"bug:{type(exc).__name__}", "process",
                         f"process monitor failed this tick: {type(exc).__name__}: {exc}")
@@ -595,19 +705,25 @@ class ProcessMonitor:
             report.host = self._host()
         except Exception:
             report.host = HostSample(cpu_count=self._cpu_count)
-        return report
+        return True
 
     def close(self) -> None:
         """Close the files kept open between ticks (also done when the monitor is collected)."""
         for w in self._watched.values():
             self._reader.release(w.handle)
+        self._reader.close()
         self._watched = {}
         self._dirty = True
 
     # --- the tick -----------------------------------------------------------------------
 
-    def _tick(self, card_processes: Sequence[CardProcess], report: ProcessReport) -> None:
-        now = self._clock()
+    def _tick(
+        self, card_processes: Sequence[CardProcess], report: ProcessReport,
+        now: float | None = None, cheap_only: bool = False,
+    ) -> bool:
+        """One tick at ``now`` (None: the clock's); with ``cheap_only``, a tick that would
+        scan the whole table is not done (False), its clock reading kept for `sample`."""
+        now = self._clock() if now is None else now
         cards_by_pid: dict[int, list[str]] = {}
         for proc in card_processes:
             if proc.pid <= 0:  # some tools print 0 for "no process"
@@ -624,11 +740,15 @@ class ProcessMonitor:
             or now - self._last_scan >= self._rescan_s
             or listing != self._last_listing
         ):
+            if cheap_only and not self._reader.cheap_scan(INLINE_SCAN_MAX):
+                self._deferred_now = now
+                return False
             self._rescan(cards_by_pid, now, report)
             self._last_listing = listing
             self._last_scan = now
             self._dirty = False
         report.processes = self._measure(now, report)
+        return True
 
     def _measure(self, now: float, report: ProcessReport) -> list[ProcessSample]:
         samples: list[ProcessSample] = []
@@ -893,12 +1013,7 @@ class ProcessMonitor:
         psutil.cpu_percent(None) keeps one module-wide baseline that any other caller in the
         process would reset; our own keeps the interval exactly one tick.
         """
-        times = psutil.cpu_times()
-        total = sum(times)
-        # Linux counts guest time inside user/nice already (psutil does the same).
-        total -= getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
-        iowait = getattr(times, "iowait", None)
-        idle = times.idle + (iowait or 0.0)
+        total, idle, iowait = self._reader.host_cpu()
         last = self._host_last
         self._host_last = (total, idle, iowait)
         if last is None:

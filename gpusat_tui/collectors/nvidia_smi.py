@@ -72,6 +72,11 @@ _KNOWN_HEADER = {
     "utilization.memory", "fan.speed", "pstate", "power.default_limit",
 }
 _UNIT_RE = re.compile(r"\s*\[[^\]]*\]\s*$")
+#: A cell with a digit before any "[" (a unit) can be no known header name (none has a digit):
+#: one search per line rules out a header for every data row, instead of a unit strip and a
+#: lookup per cell (`_header_fields`). Counted per cell: a match starts at the line's start or
+#: at a comma and stops at the cell's first digit.
+_DATA_CELL_RE = re.compile(r"(?:^|,)[^,\[\d]*\d")
 
 
 def _is_na(cell: str) -> bool:
@@ -105,7 +110,9 @@ def _csv_rows(text: str, fields: Sequence[str]) -> list[dict[str, str]]:
         if not line.strip():
             continue
         cells = [c.strip() for c in line.split(",")]
-        header = _header_fields(cells)
+        # At least half the cells must be known names for a header (`_header_fields`).
+        maybe_names = len(cells) - len(_DATA_CELL_RE.findall(line))
+        header = _header_fields(cells) if maybe_names * 2 >= len(cells) else None
         if header is not None:
             fields = header
             continue

@@ -16,7 +16,11 @@ import pytest
 
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
-from gpusat_tui.collectors.nvidia_smi import QUERY_GPU_ARGS, QUERY_GPU_EVENT_ARGS
+from gpusat_tui.collectors.nvidia_smi import (
+    QUERY_GPU_ARGS,
+    QUERY_GPU_EVENT_ARGS,
+    QUERY_GPU_THROTTLE_ARGS,
+)
 from tests.collector_helpers import read_sample, samples_dir
 from tests.conftest import leftover_processes
 from tests.fakes import FakeCard, FakeProcess
@@ -158,8 +162,9 @@ def test_neuron_ls_scenario(fake_bin: FakeBin) -> None:
 def test_nvidia_smi_loop_mode_is_read_as_a_stream(fake_bin: FakeBin) -> None:
     steps = [[FakeCard(index=i, util_pct=u + i, mem_used_mib=1000.0 * (i + 1),
                        mem_total_mib=81920.0, power_w=200.0 + u, power_cap_w=700.0,
-                       temp_c=60.0) for i in range(2)] for u in (10.0, 50.0, 90.0)]
-    records = [nv_fmt.render_for_args(QUERY_GPU_ARGS, cards, ()) for cards in steps]
+                       temp_c=60.0, extras={"throttle_mask": 0x4 * i}) for i in range(2)]
+             for u in (10.0, 50.0, 90.0)]
+    records = [nv_fmt.render_for_args(QUERY_GPU_EVENT_ARGS, cards, ()) for cards in steps]
     stream = write_fake_stream(fake_bin.dir / "nvidia-smi-loop", [Run(records=records,
                                                                       period=0.3)])
     spec = next(s for s in all_specs() if s.tool == "nvidia-smi")
@@ -172,9 +177,12 @@ def test_nvidia_smi_loop_mode_is_read_as_a_stream(fake_bin: FakeBin) -> None:
         assert_series(card["power_w"], [210.0, 250.0, 290.0])
         assert card["mem_used_mib"] == stats([1000.0 * (i + 1)])
         assert card["power_cap_w"] == 700.0 and card["mem_total_mib"] == 81920.0
+    # The stream asks what the call asks: the clock-event reasons too.
+    assert [c["throttle"] for c in report["cards"]] == [{}, {"power-cap": report["samples"]}]
     assert stream.starts() == 1 and stream.argv()[0].endswith("-lms 500")
+    assert "clocks_event_reasons.active" in stream.argv()[0]
     # One child for the figures; only the process list is still called (every 5th poll).
-    assert calls.calls(QUERY_GPU_ARGS) == 0
+    assert calls.calls(QUERY_GPU_ARGS) == calls.calls(QUERY_GPU_EVENT_ARGS) == 0
     assert 1 <= calls.calls() <= 2
     assert not any("calling it every poll" in n for n in report["notes"])
     done_cleanly(fake_bin, report)
@@ -193,23 +201,31 @@ def test_nvidia_smi_fake_plays_its_loop_mode_in_one_process(fake_bin: FakeBin) -
     for i, card in enumerate(report["cards"]):
         assert_series(card["util_pct"], [10.0 + i, 50.0 + i, 90.0 + i])
         assert card["power_cap_w"] == 700.0 and card["mem_total_mib"] == 81920.0
-    assert tool.loop_starts() == 1 and tool.loop_starts(QUERY_GPU_ARGS) == 1
+    assert tool.loop_starts() == 1 and tool.loop_starts(QUERY_GPU_EVENT_ARGS) == 1
     assert tool.calls(QUERY_GPU_ARGS) == tool.calls(QUERY_GPU_EVENT_ARGS) == 0
     assert 1 <= tool.calls() <= 2  # the process list, every 5th poll
     assert not any("calling it every poll" in n for n in report["notes"])
     done_cleanly(fake_bin, report)
 
 
-def test_nvidia_smi_fake_loop_refusing_its_query_falls_back_to_calls(fake_bin: FakeBin) -> None:
-    """A refused argv is refused in its loop mode too (usage text, exit 1): the live source
-    then calls the tool every poll, as with a driver whose ``-lms`` fails."""
-    cards = [FakeCard(index=0, util_pct=40.0, mem_total_mib=81920.0)]
+def test_nvidia_smi_loop_on_a_driver_without_the_reason_field_falls_back_to_calls(
+    fake_bin: FakeBin,
+) -> None:
+    """A pre-535 driver refuses the event-reason field in its loop mode too (exit 2 before any
+    record): the tool is called every poll, and the call's fallback chain takes the old name."""
+    card = FakeCard(index=0, util_pct=40.0, mem_total_mib=81920.0, power_w=690.0,
+                    power_cap_w=700.0, extras={"throttle_mask": 0x4})
+    refused = Step(cards=(card,), mode="fail", exit_code=2, only_args="clocks_event_reasons",
+                   stderr='Field "clocks_event_reasons.active" is not a valid field to query.')
     spec = next(s for s in all_specs() if s.tool == "nvidia-smi")
-    tool = fake_bin.add_for_spec(spec, [cards], refuse=[QUERY_GPU_ARGS], loop_flag="-lms")
+    tool = fake_bin.add_for_spec(spec, [refused], loop_flag="-lms")
     report = check_json(fake_bin, *ARGS)
     assert [c["id"] for c in report["cards"]] == ["nvidia:0"]
-    assert tool.loop_starts() == 1
-    assert tool.calls(QUERY_GPU_EVENT_ARGS) == report["samples"]
+    assert report["cards"][0]["throttle"] == {"power-cap": report["samples"]}
+    assert tool.loop_starts() == tool.loop_starts(QUERY_GPU_EVENT_ARGS) == 1
+    assert tool.calls(QUERY_GPU_EVENT_ARGS) == 1
+    assert tool.calls(QUERY_GPU_THROTTLE_ARGS) == report["samples"]
     assert any("ended before its first record" in n and "calling it every poll" in n
                for n in report["notes"])
+    assert any(n.endswith("using query-gpu-throttle-reasons") for n in report["notes"])
     done_cleanly(fake_bin, report)

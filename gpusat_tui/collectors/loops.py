@@ -6,11 +6,14 @@ attaches them by tool name (`loop_stream`); whether each one is the default was 
 ``benchmarks/bench_live.py`` (figures in the README).
 
 * ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N``: one csv row per GPU per
-  sample, no header, parsed by `nvidia_smi.parse_query_gpu`, a sample ending when a GPU index
+  sample, no header, the same fields as the call it replaces (the clock-event reason mask
+  included) parsed by `nvidia_smi.parse_query_gpu_event`, a sample ending when a GPU index
   repeats or the output pauses. Default (cheaper than a call per poll, and a real nvidia-smi
-  call also pays a driver initialisation every time). Read through a pty: whether nvidia-smi
-  flushes each sample into a pipe is not verified, and samples arriving 4 KiB at a time would
-  read as a tool going quiet. Untested against a real nvidia-smi.
+  call also pays a driver initialisation every time). A driver that refuses the reason field
+  (before 535) refuses the loop too, before any record: the tool is then called per poll,
+  where the query's fallback chain finds the field it knows. Read through a pty: whether
+  nvidia-smi flushes each sample into a pipe is not verified, and samples arriving 4 KiB at
+  a time would read as a tool going quiet. Untested against a real nvidia-smi.
 * ``npu-smi info watch``: header once, one row per chip per sample (`npu_smi_watch`). Not the
   default: the watch view has Memory(%) but no HBM MiB, no names or bus ids, so it would lose
   figures the default view has. Read through a pty (its users run it under ``stdbuf -oL``).
@@ -38,8 +41,8 @@ def _nvidia_rows() -> RowGroups:
 LOOP_STREAMS: dict[str, Stream] = {
     nvidia_smi.TOOL: Stream(
         name="-lms",
-        args=(*nvidia_smi.QUERY_GPU_ARGS, "-lms", "{interval_ms}"),
-        parse=nvidia_smi.parse_query_gpu,
+        args=(*nvidia_smi.QUERY_GPU_EVENT_ARGS, "-lms", "{interval_ms}"),
+        parse=nvidia_smi.parse_query_gpu_event,
         framer=_nvidia_rows,
         pty=True,
         preferred=True,

@@ -12,11 +12,22 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpusat_tui.analysis.facts import FrameFacts, ProcFacts
 from gpusat_tui.analysis.thresholds import Thresholds
 
-__all__ = ["EvidenceCache", "HostEvidence", "ProcessTie", "Stall", "host_evidence", "stall_run"]
+__all__ = [
+    "EvidenceCache",
+    "HostEvidence",
+    "PollEvidence",
+    "ProcessTie",
+    "Stall",
+    "fold_evidence",
+    "host_evidence",
+    "poll_evidence",
+    "stall_run",
+]
 
 
 class ProcessTie:
@@ -26,12 +37,23 @@ class ProcessTie:
         self.trainer_cards: dict[object, set[str]] = {}
         self.any_card_ids = False
         for ff in facts:
-            for proc in ff.procs:
-                if proc.card_ids:
-                    self.any_card_ids = True
-                    if proc.is_trainer:
-                        self.trainer_cards.setdefault(proc.pid, set()).update(proc.card_ids)
+            if ff.any_card_ids:
+                self.any_card_ids = True
+            for pid, card_ids in ff.trainer_cards:
+                self.trainer_cards.setdefault(pid, set()).update(card_ids)
         self._tied_sets: dict[tuple[tuple[str, ...], bool, object], frozenset[str]] = {}
+        self._signature: object = None
+
+    @property
+    def signature(self) -> object:
+        """Everything `tied_cards` depends on: two ties with equal signatures tie every process
+        to the same cards (what lets a frame keep its per-card evidence between windows)."""
+        if self._signature is None:
+            self._signature = (
+                self.any_card_ids,
+                frozenset((pid, frozenset(cards)) for pid, cards in self.trainer_cards.items()),
+            )
+        return self._signature
 
     def tied_cards(self, proc: ProcFacts) -> frozenset[str]:
         """The cards ``proc`` is evidence for (only meaningful when ``any_card_ids``)."""
@@ -72,32 +94,38 @@ class EvidenceCache:
     """Host evidence of one window, computed on demand and shared between cards.
 
     The evidence depends on the card only through which processes are tied to it: without card
-    ids every process serves every card (one computation for all cards), and with them cards
-    tied to the same processes share one. Only a ``starving`` verdict reads it, so a window of
-    saturated cards never computes it at all.
+    ids every process serves every card (one computation for all cards). Only a ``starving``
+    verdict reads it, so a window of saturated cards never computes it at all. Each frame keeps
+    its own part (`PollEvidence`, in `FrameFacts.memo`) while the tie is the same, so the
+    tracker, which judges windows of the same frames on every poll, summarises each poll once.
     """
 
     def __init__(self, facts: Sequence[FrameFacts], tie: ProcessTie) -> None:
         self._facts = facts
         self._tie = tie
-        self._tied: list[list[frozenset[str]]] | None = None
-        self._distinct: list[frozenset[str]] = []
-        self._by_key: dict[object, HostEvidence] = {}
+        self._by_card: dict[str | None, HostEvidence] = {}
 
     def __call__(self, card_id: str) -> HostEvidence:
-        if not self._tie.any_card_ids:
-            key: object = None
-            tied_sets = None
-        else:
-            if self._tied is None:
-                self._tied = [[self._tie.tied_cards(p) for p in ff.procs] for ff in self._facts]
-                self._distinct = list({s for sets in self._tied for s in sets})
-            # Cards in the same distinct tie sets are tied to exactly the same processes.
-            key = frozenset(i for i, s in enumerate(self._distinct) if card_id in s)
-            tied_sets = self._tied
-        found = self._by_key.get(key)
+        tie = self._tie
+        key = card_id if tie.any_card_ids else None
+        found = self._by_card.get(key)
         if found is None:
-            found = self._by_key[key] = host_evidence(self._facts, card_id, tied_sets)
+            signature = tie.signature
+            memo_key = ("evidence", key)
+            polls: list[PollEvidence] = []
+            for ff in self._facts:
+                kept = ff.memo.get(memo_key)
+                if kept is not None and (kept[0] is signature or kept[0] == signature):
+                    polls.append(kept[1])
+                    continue
+                tied = (
+                    [p for p in ff.procs if card_id in tie.tied_cards(p)]
+                    if tie.any_card_ids else ff.procs
+                )
+                poll = poll_evidence(ff.procs, tied)
+                ff.memo[memo_key] = (signature, poll)
+                polls.append(poll)
+            found = self._by_card[key] = fold_evidence(self._facts, polls)
         return found
 
 
@@ -133,6 +161,93 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+class PollEvidence(NamedTuple):
+    """One poll's figures of the processes tied to one card (`host_evidence` folds them)."""
+
+    n_tied: int
+    #: Processes were seen at this poll, none of them tied to the card.
+    foreign: bool
+    trainer_cpu: float | None
+    pin_cpu: float | None
+    trainer_delay: float | None
+    n_workers: int
+    #: Median and sum of the workers' CPU, medians of their run delay and demand.
+    worker_cpu: float | None
+    worker_sum: float | None
+    worker_delay: float | None
+    worker_demand: float | None
+    #: Processes with a state, and how many of them in disk-sleep.
+    states: int
+    d_states: int
+
+
+def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
+    """The figures of one poll's ``tied`` processes (``procs``: every process of the poll)."""
+    t_cpu = [p.cpu for p in tied if p.is_trainer and p.cpu is not None]
+    pins = [p.pin for p in tied if p.is_trainer and p.pin is not None]
+    t_delay = [p.run_delay for p in tied if p.is_trainer and p.run_delay is not None]
+    n_workers = 0
+    states = 0
+    d_states = 0
+    w_cpu: list[float] = []
+    w_delay: list[float] = []
+    w_demand: list[float] = []
+    for p in tied:
+        if p.is_worker:
+            n_workers += 1
+            if p.cpu is not None:
+                w_cpu.append(p.cpu)
+                if p.run_delay is not None:
+                    w_delay.append(p.run_delay)
+                    w_demand.append(p.cpu + p.run_delay)
+        if p.state is not None:
+            states += 1
+            d_states += p.state == "disk-sleep"
+    return PollEvidence(
+        n_tied=len(tied),
+        foreign=bool(procs) and not tied,
+        trainer_cpu=max(t_cpu) if t_cpu else None,
+        pin_cpu=max(pins) if pins else None,
+        trainer_delay=max(t_delay) if t_delay else None,
+        n_workers=n_workers,
+        worker_cpu=statistics.median(w_cpu) if w_cpu else None,
+        worker_sum=sum(w_cpu) if w_cpu else None,
+        worker_delay=statistics.median(w_delay) if w_delay else None,
+        worker_demand=statistics.median(w_demand) if w_delay else None,
+        states=states,
+        d_states=d_states,
+    )
+
+
+def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) -> HostEvidence:
+    """The window's `HostEvidence` from each poll's figures (``polls[i]`` of ``facts[i]``):
+    medians across polls, host figures from the frames."""
+    ev = HostEvidence()
+    states = d_states = 0
+    for poll in polls:
+        ev.n_process_samples += poll.n_tied
+        ev.foreign_processes = ev.foreign_processes or poll.foreign
+        states += poll.states
+        d_states += poll.d_states
+    for ff in reversed(facts):
+        if ff.cpu_count is not None:
+            ev.cpu_count = ff.cpu_count
+            break
+    ev.trainer_cpu = _median([p.trainer_cpu for p in polls if p.trainer_cpu is not None])
+    ev.pin_cpu = _median([p.pin_cpu for p in polls if p.pin_cpu is not None])
+    counts = [p.n_workers for p in polls if p.n_workers]
+    ev.n_workers = round(statistics.median(counts)) if counts else 0
+    ev.worker_cpu = _median([p.worker_cpu for p in polls if p.worker_cpu is not None])
+    ev.worker_sum = _median([p.worker_sum for p in polls if p.worker_sum is not None])
+    ev.dstate_frac = d_states / states if states else None
+    ev.iowait = _median([ff.iowait for ff in facts if ff.iowait is not None])
+    ev.host_cpu = _median([ff.host_cpu for ff in facts if ff.host_cpu is not None])
+    ev.worker_delay = _median([p.worker_delay for p in polls if p.worker_delay is not None])
+    ev.worker_demand = _median([p.worker_demand for p in polls if p.worker_demand is not None])
+    ev.trainer_delay = _median([p.trainer_delay for p in polls if p.trainer_delay is not None])
+    return ev
+
+
 def host_evidence(
     facts: Sequence[FrameFacts],
     card_id: str,
@@ -140,78 +255,15 @@ def host_evidence(
 ) -> HostEvidence:
     """``tied_sets[i][j]``: the cards process j of frame i serves; None: every process serves
     every card (no card ids anywhere in the window)."""
-    ev = HostEvidence()
-    trainer_cpus: list[float] = []
-    pin_cpus: list[float] = []
-    worker_counts: list[int] = []
-    worker_meds: list[float] = []
-    worker_sums: list[float] = []
-    d_states = 0
-    states = 0
-    iowaits: list[float] = []
-    host_cpus: list[float] = []
-    worker_delays: list[float] = []
-    worker_demands: list[float] = []
-    trainer_delays: list[float] = []
+    polls = []
     for i, ff in enumerate(facts):
         procs = ff.procs
         if tied_sets is None:
             tied: Sequence[ProcFacts] = procs
         else:
             tied = [p for p, s in zip(procs, tied_sets[i], strict=True) if card_id in s]
-        if procs and not tied:
-            ev.foreign_processes = True
-        ev.n_process_samples += len(tied)
-        t_cpu = [p.cpu for p in tied if p.is_trainer and p.cpu is not None]
-        if t_cpu:
-            trainer_cpus.append(max(t_cpu))
-        pins = [p.pin for p in tied if p.is_trainer and p.pin is not None]
-        if pins:
-            pin_cpus.append(max(pins))
-        t_delay = [p.run_delay for p in tied if p.is_trainer and p.run_delay is not None]
-        if t_delay:
-            trainer_delays.append(max(t_delay))
-        n_workers = 0
-        w_cpu: list[float] = []
-        w_delay: list[float] = []
-        w_demand: list[float] = []
-        for p in tied:
-            if p.is_worker:
-                n_workers += 1
-                if p.cpu is not None:
-                    w_cpu.append(p.cpu)
-                    if p.run_delay is not None:
-                        w_delay.append(p.run_delay)
-                        w_demand.append(p.cpu + p.run_delay)
-            if p.state is not None:
-                states += 1
-                d_states += p.state == "disk-sleep"
-        if n_workers:
-            worker_counts.append(n_workers)
-        if w_cpu:
-            worker_meds.append(statistics.median(w_cpu))
-            worker_sums.append(sum(w_cpu))
-        if w_delay:
-            worker_delays.append(statistics.median(w_delay))
-            worker_demands.append(statistics.median(w_demand))
-        if ff.iowait is not None:
-            iowaits.append(ff.iowait)
-        if ff.host_cpu is not None:
-            host_cpus.append(ff.host_cpu)
-        if ff.cpu_count is not None:
-            ev.cpu_count = ff.cpu_count
-    ev.trainer_cpu = _median(trainer_cpus)
-    ev.pin_cpu = _median(pin_cpus)
-    ev.n_workers = round(statistics.median(worker_counts)) if worker_counts else 0
-    ev.worker_cpu = _median(worker_meds)
-    ev.worker_sum = _median(worker_sums)
-    ev.dstate_frac = d_states / states if states else None
-    ev.iowait = _median(iowaits)
-    ev.host_cpu = _median(host_cpus)
-    ev.worker_delay = _median(worker_delays)
-    ev.worker_demand = _median(worker_demands)
-    ev.trainer_delay = _median(trainer_delays)
-    return ev
+        polls.append(poll_evidence(procs, tied))
+    return fold_evidence(facts, polls)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
@@ -196,6 +196,14 @@ class FrameFacts:
     t: float | None = None
     #: What the probes in the trainers measured (issue 12); empty without a probe.
     probes: tuple[ProbeFacts, ...] = ()
+    #: (pid, card ids) of each trainer that names its cards, in process order, and whether
+    #: any process names cards: what `evidence.ProcessTie` folds over a window.
+    trainer_cards: tuple[tuple[object, tuple[str, ...]], ...] = ()
+    any_card_ids: bool = False
+    #: Figures derived from this frame alone that a window reads again on every poll (the
+    #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
+    #: bounded by the cards in the frame's windows; it goes with the frame.
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
 
 
 def frame_facts(frame: Frame) -> FrameFacts:
@@ -232,8 +240,10 @@ def frame_facts(frame: Frame) -> FrameFacts:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
     t = num(getattr(frame, "t", None))
+    trainer_cards = tuple((p.pid, p.card_ids) for p in procs if p.is_trainer and p.card_ids)
     return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
-                      probes=probe_facts(frame))
+                      probes=probe_facts(frame), trainer_cards=trainer_cards,
+                      any_card_ids=any(p.card_ids for p in procs))
 
 
 def pct_or_none(value: object) -> float | None:

@@ -162,15 +162,25 @@ def unknown_verdict(why: list[str], advice: list[str]) -> Verdict:
 
 
 def _throttle_counts(fresh: Sequence[CardFacts]) -> tuple[dict[str, int] | None, int]:
+    return throttle_counts([c.throttle for c in fresh])
+
+
+def throttle_counts(
+    readings: Sequence[tuple[str, ...] | None],
+) -> tuple[dict[str, int] | None, int]:
+    """Limiting reason -> readings it was active in, and how many readings had the reasons
+    read at all (``readings``: each fresh reading's `CardFacts.throttle`)."""
+    if readings.count(None) == len(readings):
+        return None, 0  # the tool gives none (most vendors): no loop
     counts: dict[str, int] = {}
     n = 0
-    for c in fresh:
-        if c.throttle is None:
+    for reasons in readings:
+        if reasons is None:
             continue
         n += 1
-        for reason in c.throttle:
+        for reason in reasons:
             counts[reason] = counts.get(reason, 0) + 1
-    return (counts if n else None), n
+    return counts, n
 
 
 def _readings(
@@ -178,7 +188,7 @@ def _readings(
 ) -> tuple[list[CardFacts], list[CardFacts], str, Thresholds]:
     """(every reading, the fresh ones, vendor, its thresholds) of one card in the window."""
     # One reading per frame that has the card (the first, as `card_readings` takes it).
-    everything = [ff.cards[card_id] for ff in facts if card_id in ff.cards]
+    everything = [c for ff in facts if (c := ff.cards.get(card_id)) is not None]
     fresh = [c for c in everything if c.fresh]
     vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
     return everything, fresh, vendor, thresholds.for_vendor(vendor)
@@ -259,7 +269,16 @@ def judge_card(
             advice.append("The tool is failing: see the errors in the status line")
         return unknown_verdict(why, advice), None
 
-    util = clean_stats(c.util for c in fresh)
+    # One pass over the readings for every column (not one generator per figure).
+    utils, mem_pcts, mem_used, mem_totals, powers, caps, pfracs, sms, tensors, throttles = zip(
+        *[
+            (c.util, c.mem_pct, c.mem_used, c.mem_total, c.power, c.cap, c.pfrac,
+             c.sm_active, c.tensor_active, c.throttle)
+            for c in fresh
+        ],
+        strict=True,
+    )
+    util = clean_stats(utils)
     if util is None or util.n < th.min_samples:
         got = util.n if util else 0
         why = [
@@ -269,11 +288,6 @@ def judge_card(
         advice = ["Check the tool errors; another tool may report it (--tool)"]
         return unknown_verdict(why, advice), None
 
-    # One pass over the readings for every other column (not one generator per figure).
-    _, mem_pcts, mem_used, mem_totals, powers, caps, pfracs = zip(
-        *[(None, c.mem_pct, c.mem_used, c.mem_total, c.power, c.cap, c.pfrac) for c in fresh],
-        strict=True,
-    )
     mem_pct = clean_stats(mem_pcts)
     mem_total = clean_median(mem_totals)
     cap = clean_median(caps)
@@ -291,13 +305,13 @@ def judge_card(
         pfrac=clean_stats(pfracs),
         mem_reversals=clean_reversals(mem_pcts, 0.5),
     )
-    if any(c.sm_active is not None for c in fresh):
-        sm = clean_stats(c.sm_active for c in fresh)
+    if sms.count(None) != n:
+        sm = clean_stats(sms)
         # GPM figures need two samples: judged on them only with enough of them.
         if sm is not None and sm.n >= th.min_samples:
             figs.sm_active = sm
-            figs.tensor = clean_stats(c.tensor_active for c in fresh)
-    figs.throttle, figs.throttle_n = _throttle_counts(fresh)
+            figs.tensor = clean_stats(tensors)
+    figs.throttle, figs.throttle_n = throttle_counts(throttles)
     stalled = (lambda: stall(card_id, th)) if stall is not None else None
     meas = measured(card_id) if measured is not None else None
     return decide(figs, th, lambda: evidence(card_id), stalled, meas), figs

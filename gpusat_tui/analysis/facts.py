@@ -125,25 +125,24 @@ def card_facts(card: object) -> CardFacts:
 
 def clean_stats(values: Iterable[float | None]) -> Stats | None:
     """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
-    items = list(values)
-    present = [v for v in items if v is not None]
+    items = values if isinstance(values, list | tuple) else list(values)
+    # Most series have every figure: then no filtered copy is made.
+    present = [v for v in items if v is not None] if None in items else items
     n = len(present)
     if not n:
         return None
-    # One sort gives the median (as `statistics.median` computes it) and the min (the first
-    # of equal ones, as `min` picks: the sort is stable); `max` picks the first of equal ones
-    # too (0.0 before -0.0), which the sorted list's end would not.
+    # One sort gives the median (as `statistics.median` computes it), the min (the first of
+    # equal ones, as `min` picks: the sort is stable) and the max, except where the top is
+    # zero: `max` picks the first of equal ones (0.0 before -0.0), which the sorted list's
+    # end would not.
     ordered = sorted(present)
     mid = n // 2
     median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    top = ordered[-1]
+    if not top:
+        top = max(present)
     return Stats(
-        n=n,
-        missing=len(items) - n,
-        mean=math.fsum(present) / n,
-        median=median,
-        min=ordered[0],
-        max=max(present),
-        last=present[-1],
+        n, len(items) - n, math.fsum(present) / n, median, ordered[0], top, present[-1]
     )
 
 

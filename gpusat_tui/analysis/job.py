@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpusat_tui.analysis.card import CardFigures, _throttle_counts, unknown_verdict
+from gpusat_tui.analysis.card import CardFigures, throttle_counts, unknown_verdict
 from gpusat_tui.analysis.evidence import ProcessTie
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import Rank, straggler
@@ -183,26 +183,32 @@ def _level(values: Sequence[float]) -> float | None:
     return math.fsum(middle) / len(middle)
 
 
-def _series(
-    history: Sequence[FrameFacts], card_id: str, figure: Callable[[CardFacts], float | None]
-) -> list[float | None]:
-    out: list[float | None] = []
-    for ff in history:
-        reading = ff.cards.get(card_id)
-        out.append(figure(reading) if reading is not None and reading.fresh else None)
-    return out
+Readings = Mapping[str, list[CardFacts | None]]
 
 
-def _util(c: CardFacts) -> float | None:
-    return c.util
+def _fresh_readings(history: Sequence[FrameFacts], cards: Sequence[str]) -> dict[
+    str, list[CardFacts | None]
+]:
+    """Per card, its fresh reading at each poll of the history (None where it has none): read
+    once, then each figure the lag compares is taken from it."""
+    return {
+        c: [r if (r := ff.cards.get(c)) is not None and r.fresh else None for ff in history]
+        for c in cards
+    }
 
 
-def _power(c: CardFacts) -> float | None:
-    return None if c.pfrac is None else min(100.0, 100.0 * c.pfrac)
+def _util(readings: list[CardFacts | None]) -> list[float | None]:
+    return [None if r is None else r.util for r in readings]
 
 
-def _sm(c: CardFacts) -> float | None:
-    return c.sm_active
+def _power(readings: list[CardFacts | None]) -> list[float | None]:
+    return [
+        None if r is None or r.pfrac is None else min(100.0, 100.0 * r.pfrac) for r in readings
+    ]
+
+
+def _sm(readings: list[CardFacts | None]) -> list[float | None]:
+    return [None if r is None else r.sm_active for r in readings]
 
 
 def _chunks(n: int, k: int) -> list[range]:
@@ -222,22 +228,32 @@ def _persistent(
     in each third of the history, and how many stretches were compared."""
     n = len(next(iter(series.values())))
     stretches = _chunks(n, 3)
+
+    def level(c: str, part: range) -> float | None:
+        return _level([v for v in series[c][part.start : part.stop] if v is not None])
+
+    # The high cards' median level in each stretch, the same for every low card: taken once.
+    reference: dict[int, float | None] = {}
+
+    def theirs(k: int) -> float | None:
+        if k not in reference:
+            levels = [m for h in high if (m := level(h, stretches[k])) is not None]
+            reference[k] = statistics.median(levels) if levels else None
+        return reference[k]
+
     held: list[str] = []
-    compared = 0
     for c in low:
         ok = True
         compared = 0
-        for part in stretches:
-            mine = _level([v for i in part if (v := series[c][i]) is not None])
-            theirs = [
-                m for h in high
-                if (m := _level([v for i in part if (v := series[h][i]) is not None]))
-                is not None
-            ]
-            if mine is None or not theirs:
+        for k, part in enumerate(stretches):
+            mine = level(c, part)
+            if mine is None:
+                continue
+            ref = theirs(k)
+            if ref is None:
                 continue
             compared += 1
-            if statistics.median(theirs) - mine < gap:
+            if ref - mine < gap:
                 ok = False
                 break
         if ok and compared >= min(len(stretches), 3):
@@ -252,26 +268,29 @@ def _span_s(history: Sequence[FrameFacts]) -> float:
 
 def _levels(
     cards: Sequence[str], series: Mapping[str, list[float | None]], th: Thresholds
-) -> dict[str, float] | None:
-    """Each card's level over the history; None when one has too few figures to compare."""
+) -> tuple[dict[str, float], dict[str, list[float]]] | None:
+    """Each card's level over the history, and its figures there; None when one has too few
+    figures to compare."""
     levels: dict[str, float] = {}
+    present: dict[str, list[float]] = {}
     for c in cards:
-        present = [v for v in series[c] if v is not None]
-        if len(present) < th.min_samples:
+        figures = present[c] = [v for v in series[c] if v is not None]
+        if len(figures) < th.min_samples:
             return None
-        levels[c] = _level(present) or 0.0
-    return levels
+        levels[c] = _level(figures) or 0.0
+    return levels, present
 
 
 def _find(
     levels: Mapping[str, float],
+    present: Mapping[str, list[float]],
     series: Mapping[str, list[float | None]],
     gap: float,
     th: Thresholds,
     seconds: float,
 ) -> tuple[list[str], list[str], int] | None:
-    """(low cards that persist, the high cards, stretches compared) among ``levels``' cards,
-    or None."""
+    """(low cards that persist, the high cards, stretches compared) among ``levels``' cards
+    (``present``: each one's figures in the history), or None."""
     pool = list(levels)
     if len(pool) < 2:
         return None
@@ -283,11 +302,7 @@ def _find(
     high = [c for c in pool if c not in low]
     if not low or not high:
         return None
-    swinging = any(
-        max(v for v in series[c] if v is not None) - min(v for v in series[c] if v is not None)
-        >= th.swing_util_pct
-        for c in pool
-    )
+    swinging = any(max(present[c]) - min(present[c]) >= th.swing_util_pct for c in pool)
     if swinging and seconds < th.imbalance_swing_min_s:
         return None
     held, stretches = _persistent(series, low, high, gap)
@@ -313,57 +328,59 @@ def lagging(
     for group in groups:
         if len(group) < 2:
             continue
-        util = {c: _series(history, c, _util) for c in group}
-        utils = _levels(group, util, th)
-        if utils is None:
+        readings = _fresh_readings(history, group)
+        util = {c: _util(readings[c]) for c in group}
+        found_levels = _levels(group, util, th)
+        if found_levels is None:
             continue
+        utils, present = found_levels
         vendor = str(getattr(_last_card(history, group[0]), "vendor", ""))
         label = UTIL_LABELS.get(vendor, "util")
         # 1. a card that lags on utilisation
-        found = _find(utils, util, th.imbalance_gap_pct, th, seconds)
+        found = _find(utils, present, util, th.imbalance_gap_pct, th, seconds)
         if found is not None:
             held, _high, stretches = found
             others = [c for c in group if c not in held]
             return _throttled(
                 Lag(group, held, others, "lag", "util", utils, [], grouping, seconds,
                     stretches, polls, label, utils),
-                history, th,
+                readings, th,
             )
         # 2. a collective wait: busy cards at a low level beside a busy peer at a high one
         busy_line = th.for_vendor(vendor).busy_util_pct
         busy = [c for c in group if utils[c] >= busy_line]
         if len(busy) < 2:
             continue
-        sm = {c: _series(history, c, _sm) for c in busy}
-        if all(sum(v is not None for v in sm[c]) >= th.min_samples for c in busy):
+        sm = {c: _sm(readings[c]) for c in busy}
+        if all(len(sm[c]) - sm[c].count(None) >= th.min_samples for c in busy):
             basis, series, gap = "sm", sm, th.imbalance_gap_pct
         else:
-            basis, series = "power", {c: _series(history, c, _power) for c in busy}
+            basis, series = "power", {c: _power(readings[c]) for c in busy}
             gap = th.imbalance_power_gap_pct
-        levels = _levels(busy, series, th)
-        found = None if levels is None else _find(levels, series, gap, th, seconds)
-        if found is None or levels is None:
+        found_levels = _levels(busy, series, th)
+        if found_levels is None:
+            continue
+        levels, present = found_levels
+        found = _find(levels, present, series, gap, th, seconds)
+        if found is None:
             continue
         waiters, high, stretches = found
         others = [c for c in group if c not in high]
         return _throttled(
             Lag(group, high, others, "collective", basis, levels, waiters, grouping,
                 seconds, stretches, polls, label, utils),
-            history, th,
+            readings, th,
         )
     return None
 
 
-def _throttled(
-    lag: Lag, history: Sequence[FrameFacts], th: Thresholds
-) -> Lag:
-    """``lag`` with the stragglers held down by a limit the other cards are not under."""
+def _throttled(lag: Lag, readings: Readings, th: Thresholds) -> Lag:
+    """``lag`` with the stragglers held down by a limit the other cards are not under
+    (``readings``: each group card's fresh readings over the history)."""
     reasons: dict[str, list[str]] = {}
     lines: dict[str, str] = {}
     for c in lag.group:
-        counts, n = _throttle_counts(
-            [r for ff in history if (r := ff.cards.get(c)) is not None and r.fresh]
-        )
+        counts, n = throttle_counts([r.throttle for r in readings[c] if r is not None])
         if counts and n:
             held = [r for r, k in counts.items() if k >= th.throttled_frac * n]
             if held:

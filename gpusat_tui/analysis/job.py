@@ -422,7 +422,7 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
                 advice.append(line)
         if card_id in lag.throttled:
             advice.insert(0, _THROTTLED_ADVICE)
-        return Verdict.model_construct(
+        return Verdict(
             kind="imbalanced", cause="throttled" if card_id in lag.throttled else "straggler",
             why=why, advice=advice, confidence=verdict.confidence,
         )
@@ -440,7 +440,7 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
         f"{slow} (see its verdict), and this card's utilisation will turn into work",
         "A larger batch or AMP here would not help: the step time is set by the slowest rank",
     ]
-    return Verdict.model_construct(
+    return Verdict(
         kind="starving", cause="collective-wait",
         why=[*own[:2], lag.waiter_line(card_id), *own[2:]],
         advice=advice, confidence=verdict.confidence,

@@ -55,15 +55,18 @@ class CardFigures:
     n: int
     util: Stats
     mem_pct: Stats | None
-    mem_used: Stats | None
+    #: Medians over the window (of these only the median is read): used VRAM MiB, total,
+    #: power W, power cap W, power as a fraction of cap.
+    mem_used: float | None
     mem_total: float | None
-    power: Stats | None
+    power: float | None
     cap: float | None
-    pfrac: Stats | None
+    pfrac: float | None
     mem_reversals: int
-    #: NVIDIA GPM SM / tensor-pipe activity over the window (None where not given).
+    #: NVIDIA GPM SM activity over the window, and the median tensor-pipe activity (None
+    #: where not given).
     sm_active: Stats | None = None
-    tensor: Stats | None = None
+    tensor: float | None = None
     #: Limiting clock-event reason -> fresh readings it was active in, and how many fresh
     #: readings had the reasons read at all (0: the tool gives none).
     throttle: dict[str, int] | None = None
@@ -87,7 +90,7 @@ class CardFigures:
             return None
         line = f"SM activity (GPM) median {pct(self.sm_active.median)}"
         if self.tensor is not None:
-            line += f", tensor-pipe activity {pct(self.tensor.median)}"
+            line += f", tensor-pipe activity {pct(self.tensor)}"
         return line
 
     def util_line(self, th: Thresholds) -> str:
@@ -104,22 +107,22 @@ class CardFigures:
     def power_line(self) -> str:
         if self.pfrac is not None and self.cap:
             return (
-                f"power {pct(100 * self.pfrac.median)} of {self.cap:.0f} W cap"
-                + (f" ({self.power.median:.0f} W)" if self.power is not None else "")
+                f"power {pct(100 * self.pfrac)} of {self.cap:.0f} W cap"
+                + (f" ({self.power:.0f} W)" if self.power is not None else "")
             )
         if self.power is not None:
-            return f"power {self.power.median:.0f} W (no cap reported)"
+            return f"power {self.power:.0f} W (no cap reported)"
         return "no power figure"
 
     def vram_line(self, th: Thresholds) -> str | None:
         m = self.mem_pct
         if m is None:
             if self.mem_used is not None:
-                return f"VRAM {gib(self.mem_used.median)} used (no total reported)"
+                return f"VRAM {gib(self.mem_used)} used (no total reported)"
             return None
         size = ""
         if self.mem_used is not None and self.mem_total:
-            size = f" ({gib(self.mem_used.median)} of {gib(self.mem_total)})"
+            size = f" ({gib(self.mem_used)} of {gib(self.mem_total)})"
         shape = (
             ", steady"
             if m.span < th.steady_vram_pct
@@ -131,7 +134,7 @@ class CardFigures:
         if self.mem_pct is not None:
             return self.mem_pct.median >= th.held_vram_pct
         if self.mem_used is not None:
-            return self.mem_used.median >= th.held_vram_mib
+            return self.mem_used >= th.held_vram_mib
         return None
 
 
@@ -214,11 +217,11 @@ def light_figures(
         util=util,
         mem_pct=mem_pct,
         # `held` reads the used MiB only when there is no percentage.
-        mem_used=clean_stats(c.mem_used for c in fresh) if mem_pct is None else None,
+        mem_used=clean_median(c.mem_used for c in fresh) if mem_pct is None else None,
         mem_total=None,
         power=None,
         cap=None,
-        pfrac=clean_stats(c.pfrac for c in fresh),
+        pfrac=clean_median(c.pfrac for c in fresh),
         mem_reversals=0,
     )
     figs.throttle, figs.throttle_n = _throttle_counts(fresh)
@@ -229,7 +232,7 @@ def is_idle(f: CardFigures, th: Thresholds) -> bool:
     """Whether `decide` says ``idle`` (its step 1, the same two tests)."""
     u = f.util
     held = f.held(th)
-    pfrac = f.pfrac.median if f.pfrac is not None else None
+    pfrac = f.pfrac
     near_floor = pfrac is not None and pfrac < th.idle_power_frac
     if held is False and (u.median <= th.idle_util_pct or near_floor):
         return True
@@ -298,11 +301,11 @@ def judge_card(
         n=n,
         util=util,
         mem_pct=mem_pct,
-        mem_used=clean_stats(mem_used),
+        mem_used=clean_median(mem_used),
         mem_total=mem_total,
-        power=clean_stats(powers),
+        power=clean_median(powers),
         cap=cap if cap is not None and cap > 0 else None,
-        pfrac=clean_stats(pfracs),
+        pfrac=clean_median(pfracs),
         mem_reversals=clean_reversals(mem_pcts, 0.5),
     )
     if sms.count(None) != n:
@@ -310,7 +313,7 @@ def judge_card(
         # GPM figures need two samples: judged on them only with enough of them.
         if sm is not None and sm.n >= th.min_samples:
             figs.sm_active = sm
-            figs.tensor = clean_stats(tensors)
+            figs.tensor = clean_median(tensors)
     figs.throttle, figs.throttle_n = throttle_counts(throttles)
     stalled = (lambda: stall(card_id, th)) if stall is not None else None
     meas = measured(card_id) if measured is not None else None
@@ -355,7 +358,7 @@ def _decide(
 ) -> Verdict:
     u = f.util
     held = f.held(th)
-    pfrac = f.pfrac.median if f.pfrac is not None else None
+    pfrac = f.pfrac
     util_line = f.util_line(th)
     power_line = f.power_line()
     vram_line = f.vram_line(th)

@@ -36,9 +36,13 @@ class ProcessTie:
     def __init__(self, facts: Sequence[FrameFacts]) -> None:
         self.trainer_cards: dict[object, set[str]] = {}
         self.any_card_ids = False
+        last: object = None
         for ff in facts:
             if ff.any_card_ids:
                 self.any_card_ids = True
+            if ff.trainer_cards == last:
+                continue  # the same trainers as the poll before (most polls): nothing new
+            last = ff.trainer_cards
             for pid, card_ids in ff.trainer_cards:
                 self.trainer_cards.setdefault(pid, set()).update(card_ids)
         self._tied_sets: dict[tuple[tuple[str, ...], bool, object], frozenset[str]] = {}

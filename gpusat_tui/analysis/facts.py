@@ -148,7 +148,8 @@ def clean_stats(values: Iterable[float | None]) -> Stats | None:
 
 def clean_median(values: Iterable[float | None]) -> float | None:
     """The median of `clean_stats`, alone (for figures of which only the median is read)."""
-    present = sorted(v for v in values if v is not None)
+    items = values if isinstance(values, list | tuple) else list(values)
+    present = sorted([v for v in items if v is not None] if None in items else items)
     n = len(present)
     if not n:
         return None

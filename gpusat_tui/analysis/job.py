@@ -472,7 +472,7 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
     for c in lag.throttled:
         why.append(f"{c}: {lag.throttle_lines[c]}, the others not: the lag is its clocks")
     why += [lag.held_line(), lag.grouping]
-    pf = {c: figures[c].pfrac.median for c in group
+    pf = {c: figures[c].pfrac for c in group
           if c in figures and figures[c].pfrac is not None}
     if lag.basis != "power" and len(pf) == len(group):
         why.append("power: " + ", ".join(f"{c} {pct(100 * pf[c])} of cap" for c in group))

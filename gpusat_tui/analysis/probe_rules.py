@@ -35,7 +35,7 @@ def measured_verdict(
     f: CardFigures, th: Thresholds, evidence: Callable[[], HostEvidence], meas: Measured
 ) -> Verdict | None:
     """The verdict the probe's figures decide on their own, or None to go on with the rules."""
-    pfrac = f.pfrac.median if f.pfrac is not None else None
+    pfrac = f.pfrac
     working_hard = f.util.median >= th.busy_util_pct and (
         pfrac is not None and pfrac >= th.saturated_power_frac
     )

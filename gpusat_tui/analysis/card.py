@@ -188,13 +188,18 @@ def throttle_counts(
 
 def _readings(
     facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
-) -> tuple[list[CardFacts], list[CardFacts], str, Thresholds]:
-    """(every reading, the fresh ones, vendor, its thresholds) of one card in the window."""
-    # One reading per frame that has the card (the first, as `card_readings` takes it).
-    everything = [c for ff in facts if (c := ff.cards.get(card_id)) is not None]
-    fresh = [c for c in everything if c.fresh]
-    vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
-    return everything, fresh, vendor, thresholds.for_vendor(vendor)
+) -> tuple[list[CardFacts], str, Thresholds]:
+    """(the fresh readings, vendor, its thresholds) of one card in the window: one reading per
+    frame that has the card (the first, as `card_readings` takes it); the vendor of the last
+    reading, fresh or not."""
+    fresh = [c for ff in facts if (c := ff.fresh.get(card_id)) is not None]
+    vendor = ""
+    for ff in reversed(facts):
+        last = ff.cards.get(card_id)
+        if last is not None:
+            vendor = str(getattr(last.card, "vendor", ""))
+            break
+    return fresh, vendor, thresholds.for_vendor(vendor)
 
 
 def light_figures(
@@ -202,7 +207,7 @@ def light_figures(
 ) -> tuple[CardFigures | None, Thresholds]:
     """Only the figures that decide whether a card is unknown (None), idle, and how busy it is
     (what `judge_job` reads of the other cards): `judge_card_prepared` needs no more."""
-    _, fresh, vendor, th = _readings(facts, card_id, thresholds)
+    fresh, vendor, th = _readings(facts, card_id, thresholds)
     if len(fresh) < th.min_samples:
         return None, th
     util = clean_stats(c.util for c in fresh)
@@ -251,7 +256,7 @@ def judge_card(
     """The card's verdict in the window, and its figures (None when it is unknown).
     ``stall(card_id, th)`` gives how long the card has been stalled, looking back beyond the
     window where the caller has the history (see `verdict.judge_prepared`)."""
-    everything, fresh, vendor, th = _readings(facts, card_id, thresholds)
+    fresh, vendor, th = _readings(facts, card_id, thresholds)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
     if n < th.min_samples:
@@ -259,7 +264,10 @@ def judge_card(
         step = interval_s(frames)
         if step:
             why[0] += f" (about {th.min_samples * step:.0f} s at this poll interval)"
-        stale = [c.stale_s for c in everything if not c.fresh]
+        stale = [
+            c.stale_s for ff in facts
+            if (c := ff.cards.get(card_id)) is not None and not c.fresh
+        ]
         if stale:
             oldest = max((s for s in stale if s is not None), default=None)
             why.append(

@@ -32,13 +32,17 @@ def _processes(frame: Frame) -> list[ProcessSample]:
     return list(procs) if isinstance(procs, list | tuple) else []
 
 
-def _card_ids_of(proc: ProcessSample) -> list[str]:
+def _card_ids_of(proc: ProcessSample) -> tuple[str, ...]:
     ids = getattr(proc, "card_ids", None)
-    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list | tuple) else []
+    if not ids or not isinstance(ids, list | tuple):
+        return ()  # most processes (the workers) name no card
+    return tuple(i for i in ids if isinstance(i, str))
 
 
 def _hashable(value: object) -> object:
     """``value`` if it can be a dict key, else None (objects built without validation)."""
+    if value is None or type(value) is int:
+        return value  # a validated PID
     try:
         hash(value)
     except TypeError:
@@ -105,15 +109,17 @@ def card_facts(card: object) -> CardFacts:
     stale = getattr(card, "stale_s", None)
     power = num(getattr(card, "power_w", None))
     cap = num(getattr(card, "power_cap_w", None))
+    used = num(getattr(card, "mem_used_mib", None))
+    total = num(getattr(card, "mem_total_mib", None))
     sm_active, tensor_active, throttle = _extras_facts(card)
     return CardFacts(
         card=card,
         fresh=stale is None,
         stale_s=num(stale),
         util=pct_or_none(getattr(card, "util_pct", None)),
-        mem_pct=mem_pct_of(card),
-        mem_used=num(getattr(card, "mem_used_mib", None)),
-        mem_total=num(getattr(card, "mem_total_mib", None)),
+        mem_pct=_mem_pct(card, used, total),
+        mem_used=used,
+        mem_total=total,
         power=power,
         cap=cap,
         pfrac=num(power / cap) if power is not None and cap else None,
@@ -200,6 +206,9 @@ class FrameFacts:
     #: any process names cards: what `evidence.ProcessTie` folds over a window.
     trainer_cards: tuple[tuple[object, tuple[str, ...]], ...] = ()
     any_card_ids: bool = False
+    #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
+    #: the statistics of a window read.
+    fresh: dict[str, CardFacts] = field(default_factory=dict)
     #: Figures derived from this frame alone that a window reads again on every poll (the
     #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
     #: bounded by the cards in the frame's windows; it goes with the frame.
@@ -223,7 +232,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 is_trainer=bool(role == "trainer"),
                 is_worker=bool(role == "dataloader_worker"),
                 trainer_pid=_hashable(getattr(proc, "trainer_pid", None)),
-                card_ids=tuple(_card_ids_of(proc)),
+                card_ids=_card_ids_of(proc),
                 cpu=num(getattr(proc, "cpu_pct", None)),
                 pin=num(getattr(proc, "pin_cpu_pct", None)),
                 state=state if isinstance(state, str) else None,
@@ -243,7 +252,8 @@ def frame_facts(frame: Frame) -> FrameFacts:
     trainer_cards = tuple((p.pid, p.card_ids) for p in procs if p.is_trainer and p.card_ids)
     return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
                       probes=probe_facts(frame), trainer_cards=trainer_cards,
-                      any_card_ids=any(p.card_ids for p in procs))
+                      any_card_ids=any(p.card_ids for p in procs),
+                      fresh={cid: c for cid, c in cards.items() if c.fresh})
 
 
 def pct_or_none(value: object) -> float | None:
@@ -254,9 +264,14 @@ def pct_or_none(value: object) -> float | None:
 
 def mem_pct_of(card: object) -> float | None:
     """VRAM % as given, or from used/total (objects built without validation lack it)."""
+    return _mem_pct(
+        card, num(getattr(card, "mem_used_mib", None)), num(getattr(card, "mem_total_mib", None))
+    )
+
+
+def _mem_pct(card: object, used: float | None, total: float | None) -> float | None:
+    """`mem_pct_of` with the used and total MiB already read."""
     given = pct_or_none(getattr(card, "mem_pct", None))
     if given is not None:
         return given
-    used = num(getattr(card, "mem_used_mib", None))
-    total = num(getattr(card, "mem_total_mib", None))
     return pct_or_none(100.0 * used / total) if used is not None and total else None

@@ -178,9 +178,9 @@ def _level(values: Sequence[float]) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    cut = len(ordered) // 4
-    middle = ordered[cut : len(ordered) - cut]
-    return math.fsum(middle) / len(middle)
+    n = len(ordered)
+    cut = n // 4
+    return math.fsum(ordered[cut : n - cut]) / (n - 2 * cut)
 
 
 Readings = Mapping[str, list[CardFacts | None]]
@@ -191,10 +191,7 @@ def _fresh_readings(history: Sequence[FrameFacts], cards: Sequence[str]) -> dict
 ]:
     """Per card, its fresh reading at each poll of the history (None where it has none): read
     once, then each figure the lag compares is taken from it."""
-    return {
-        c: [r if (r := ff.cards.get(c)) is not None and r.fresh else None for ff in history]
-        for c in cards
-    }
+    return {c: [ff.fresh.get(c) for ff in history] for c in cards}
 
 
 def _util(readings: list[CardFacts | None]) -> list[float | None]:
@@ -230,7 +227,8 @@ def _persistent(
     stretches = _chunks(n, 3)
 
     def level(c: str, part: range) -> float | None:
-        return _level([v for v in series[c][part.start : part.stop] if v is not None])
+        values = series[c][part.start : part.stop]
+        return _level([v for v in values if v is not None] if None in values else values)
 
     # The high cards' median level in each stretch, the same for every low card: taken once.
     reference: dict[int, float | None] = {}
@@ -274,7 +272,8 @@ def _levels(
     levels: dict[str, float] = {}
     present: dict[str, list[float]] = {}
     for c in cards:
-        figures = present[c] = [v for v in series[c] if v is not None]
+        values = series[c]
+        figures = present[c] = [v for v in values if v is not None] if None in values else values
         if len(figures) < th.min_samples:
             return None
         levels[c] = _level(figures) or 0.0

@@ -175,9 +175,11 @@ def _level(values: Sequence[float]) -> float | None:
     """A robust level: the mean of the middle half (a quarter trimmed off each end). One spike
     or dip does not move it, and unlike the median it does not jump from one mode to the
     other on a card that alternates between 0 and 100 %."""
-    if not values:
-        return None
-    ordered = sorted(values)
+    return _trimmed_mean(sorted(values)) if values else None
+
+
+def _trimmed_mean(ordered: Sequence[float]) -> float:
+    """`_level` of figures already sorted (and at least one)."""
     n = len(ordered)
     cut = n // 4
     return math.fsum(ordered[cut : n - cut]) / (n - 2 * cut)
@@ -226,29 +228,27 @@ def _persistent(
     n = len(next(iter(series.values())))
     stretches = _chunks(n, 3)
 
-    def level(c: str, part: range) -> float | None:
-        values = series[c][part.start : part.stop]
-        return _level([v for v in values if v is not None] if None in values else values)
+    def levels(c: str) -> list[float | None]:
+        """The card's level in each stretch (None where it has no figure there)."""
+        values = series[c]
+        out = []
+        for part in stretches:
+            chunk = values[part.start : part.stop]
+            out.append(_level([v for v in chunk if v is not None] if None in chunk else chunk))
+        return out
 
-    # The high cards' median level in each stretch, the same for every low card: taken once.
-    reference: dict[int, float | None] = {}
-
-    def theirs(k: int) -> float | None:
-        if k not in reference:
-            levels = [m for h in high if (m := level(h, stretches[k])) is not None]
-            reference[k] = statistics.median(levels) if levels else None
-        return reference[k]
-
+    # The high cards' median level in each stretch: the same for every low card.
+    theirs = list(zip(*[levels(h) for h in high], strict=True))
+    reference = [
+        statistics.median(found) if (found := [m for m in part if m is not None]) else None
+        for part in theirs
+    ]
     held: list[str] = []
     for c in low:
         ok = True
         compared = 0
-        for k, part in enumerate(stretches):
-            mine = level(c, part)
-            if mine is None:
-                continue
-            ref = theirs(k)
-            if ref is None:
+        for mine, ref in zip(levels(c), reference, strict=True):
+            if mine is None or ref is None:
                 continue
             compared += 1
             if ref - mine < gap:
@@ -266,30 +266,31 @@ def _span_s(history: Sequence[FrameFacts]) -> float:
 
 def _levels(
     cards: Sequence[str], series: Mapping[str, list[float | None]], th: Thresholds
-) -> tuple[dict[str, float], dict[str, list[float]]] | None:
-    """Each card's level over the history, and its figures there; None when one has too few
-    figures to compare."""
+) -> tuple[dict[str, float], dict[str, float]] | None:
+    """Each card's level over the history, and how far its figures swung there (max - min);
+    None when one has too few figures to compare."""
     levels: dict[str, float] = {}
-    present: dict[str, list[float]] = {}
+    spans: dict[str, float] = {}
     for c in cards:
         values = series[c]
-        figures = present[c] = [v for v in values if v is not None] if None in values else values
-        if len(figures) < th.min_samples:
+        ordered = sorted([v for v in values if v is not None] if None in values else values)
+        if len(ordered) < th.min_samples:
             return None
-        levels[c] = _level(figures) or 0.0
-    return levels, present
+        levels[c] = _trimmed_mean(ordered) or 0.0
+        spans[c] = ordered[-1] - ordered[0]
+    return levels, spans
 
 
 def _find(
     levels: Mapping[str, float],
-    present: Mapping[str, list[float]],
+    spans: Mapping[str, float],
     series: Mapping[str, list[float | None]],
     gap: float,
     th: Thresholds,
     seconds: float,
 ) -> tuple[list[str], list[str], int] | None:
     """(low cards that persist, the high cards, stretches compared) among ``levels``' cards
-    (``present``: each one's figures in the history), or None."""
+    (``spans``: how far each one's figures swung in the history), or None."""
     pool = list(levels)
     if len(pool) < 2:
         return None
@@ -301,7 +302,7 @@ def _find(
     high = [c for c in pool if c not in low]
     if not low or not high:
         return None
-    swinging = any(max(present[c]) - min(present[c]) >= th.swing_util_pct for c in pool)
+    swinging = any(spans[c] >= th.swing_util_pct for c in pool)
     if swinging and seconds < th.imbalance_swing_min_s:
         return None
     held, stretches = _persistent(series, low, high, gap)
@@ -332,11 +333,11 @@ def lagging(
         found_levels = _levels(group, util, th)
         if found_levels is None:
             continue
-        utils, present = found_levels
+        utils, spans = found_levels
         vendor = str(getattr(_last_card(history, group[0]), "vendor", ""))
         label = UTIL_LABELS.get(vendor, "util")
         # 1. a card that lags on utilisation
-        found = _find(utils, present, util, th.imbalance_gap_pct, th, seconds)
+        found = _find(utils, spans, util, th.imbalance_gap_pct, th, seconds)
         if found is not None:
             held, _high, stretches = found
             others = [c for c in group if c not in held]
@@ -359,8 +360,8 @@ def lagging(
         found_levels = _levels(busy, series, th)
         if found_levels is None:
             continue
-        levels, present = found_levels
-        found = _find(levels, present, series, gap, th, seconds)
+        levels, spans = found_levels
+        found = _find(levels, spans, series, gap, th, seconds)
         if found is None:
             continue
         waiters, high, stretches = found

@@ -139,6 +139,14 @@ class CardFigures:
         return None
 
 
+#: The order `judge_card` unpacks a window's columns in.
+_COLUMNS = (
+    "card", "fresh", "stale_s", "util", "mem_pct", "mem_used", "mem_total", "power", "cap",
+    "pfrac", "sm_active", "tensor_active", "throttle",
+)
+assert CardFacts._fields == _COLUMNS, "judge_card unpacks CardFacts in this order"
+
+
 @functools.lru_cache(maxsize=512)
 def _confidence(base: float, n: int) -> float:
     """Less data, less confidence: full confidence from 10 samples. Cached: the bases are the
@@ -283,15 +291,11 @@ def judge_card(
             advice.append("The tool is failing: see the errors in the status line")
         return unknown_verdict(why, advice), None
 
-    # One pass over the readings for every column (not one generator per figure).
-    utils, mem_pcts, mem_used, mem_totals, powers, caps, pfracs, sms, tensors, throttles = zip(
-        *[
-            (c.util, c.mem_pct, c.mem_used, c.mem_total, c.power, c.cap, c.pfrac,
-             c.sm_active, c.tensor_active, c.throttle)
-            for c in fresh
-        ],
-        strict=True,
-    )
+    # Every column of the readings in one call (`CardFacts` is a named tuple).
+    (
+        _, _, _, utils, mem_pcts, mem_used, mem_totals, powers, caps, pfracs, sms, tensors,
+        throttles,
+    ) = zip(*fresh, strict=True)
     util = clean_stats(utils)
     if util is None or util.n < th.min_samples:
         got = util.n if util else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
@@ -50,9 +51,9 @@ def _hashable(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class ProcFacts:
-    """The figures of one ProcessSample the verdict reads, taken once per frame."""
+class ProcFacts(NamedTuple):
+    """The figures of one ProcessSample the verdict reads, taken once per frame (a named
+    tuple: a frame of many processes builds one per process on every poll, cheaply)."""
 
     pid: object
     is_trainer: bool
@@ -67,10 +68,12 @@ class ProcFacts:
     run_delay: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CardFacts:
+class CardFacts(NamedTuple):
     """One card reading's figures as the verdict reads them: each already cleaned (`num`, or
-    a percentage capped at 100), so the window's statistics need no second pass."""
+    a percentage capped at 100), so the window's statistics need no second pass.
+
+    A named tuple, so that ``zip(*readings)`` gives a window's columns in one call
+    (`card.judge_card`)."""
 
     card: object
     fresh: bool

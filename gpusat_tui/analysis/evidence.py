@@ -9,12 +9,13 @@ set of tied processes, so a window of saturated cards never computes it at all.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gpusat_tui.analysis.facts import FrameFacts, ProcFacts
+from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
 from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = [
@@ -53,10 +54,10 @@ class ProcessTie:
         """Everything `tied_cards` depends on: two ties with equal signatures tie every process
         to the same cards (what lets a frame keep its per-card evidence between windows)."""
         if self._signature is None:
-            self._signature = (
+            self._signature = _interned((
                 self.any_card_ids,
                 frozenset((pid, frozenset(cards)) for pid, cards in self.trainer_cards.items()),
-            )
+            ))
         return self._signature
 
     def tied_cards(self, proc: ProcFacts) -> frozenset[str]:
@@ -92,6 +93,14 @@ class ProcessTie:
         for c in active:
             groups.setdefault(find(c), []).append(c)
         return list(groups.values()), "cards grouped by the trainer process that drives them"
+
+
+@functools.lru_cache(maxsize=64)
+def _interned(signature: tuple[bool, frozenset[object]]) -> tuple[bool, frozenset[object]]:
+    """One object for equal signatures (the first seen), so that a frame's kept evidence is
+    matched by identity, not by comparing the trainers again at every poll of every window.
+    Bounded: a job's trainers change rarely."""
+    return signature
 
 
 class EvidenceCache:
@@ -227,28 +236,29 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
     """The window's `HostEvidence` from each poll's figures (``polls[i]`` of ``facts[i]``):
     medians across polls, host figures from the frames."""
     ev = HostEvidence()
-    states = d_states = 0
-    for poll in polls:
-        ev.n_process_samples += poll.n_tied
-        ev.foreign_processes = ev.foreign_processes or poll.foreign
-        states += poll.states
-        d_states += poll.d_states
+    if polls:
+        (
+            n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
+            worker_sum, worker_delay, worker_demand, states, d_states,
+        ) = zip(*polls, strict=True)
+        ev.n_process_samples = sum(n_tied)
+        ev.foreign_processes = any(foreign)
+        ev.trainer_cpu = clean_median(trainer_cpu)
+        ev.pin_cpu = clean_median(pin_cpu)
+        counts = [n for n in n_workers if n]
+        ev.n_workers = round(statistics.median(counts)) if counts else 0
+        ev.worker_cpu = clean_median(worker_cpu)
+        ev.worker_sum = clean_median(worker_sum)
+        ev.dstate_frac = sum(d_states) / sum(states) if sum(states) else None
+        ev.worker_delay = clean_median(worker_delay)
+        ev.worker_demand = clean_median(worker_demand)
+        ev.trainer_delay = clean_median(trainer_delay)
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count
             break
-    ev.trainer_cpu = _median([p.trainer_cpu for p in polls if p.trainer_cpu is not None])
-    ev.pin_cpu = _median([p.pin_cpu for p in polls if p.pin_cpu is not None])
-    counts = [p.n_workers for p in polls if p.n_workers]
-    ev.n_workers = round(statistics.median(counts)) if counts else 0
-    ev.worker_cpu = _median([p.worker_cpu for p in polls if p.worker_cpu is not None])
-    ev.worker_sum = _median([p.worker_sum for p in polls if p.worker_sum is not None])
-    ev.dstate_frac = d_states / states if states else None
-    ev.iowait = _median([ff.iowait for ff in facts if ff.iowait is not None])
-    ev.host_cpu = _median([ff.host_cpu for ff in facts if ff.host_cpu is not None])
-    ev.worker_delay = _median([p.worker_delay for p in polls if p.worker_delay is not None])
-    ev.worker_demand = _median([p.worker_demand for p in polls if p.worker_demand is not None])
-    ev.trainer_delay = _median([p.trainer_delay for p in polls if p.trainer_delay is not None])
+    ev.iowait = clean_median([ff.iowait for ff in facts])
+    ev.host_cpu = clean_median([ff.host_cpu for ff in facts])
     return ev
 
 

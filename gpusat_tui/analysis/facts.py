@@ -212,6 +212,9 @@ class FrameFacts:
     #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
     #: the statistics of a window read.
     fresh: dict[str, CardFacts] = field(default_factory=dict)
+    #: (card id, fresh) of every reading in frame order, a card listed twice included: what
+    #: the tracker counts to find each card's recent window.
+    readings: tuple[tuple[str, bool], ...] = ()
     #: Figures derived from this frame alone that a window reads again on every poll (the
     #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
     #: bounded by the cards in the frame's windows; it goes with the frame.
@@ -256,7 +259,17 @@ def frame_facts(frame: Frame) -> FrameFacts:
     return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
                       probes=probe_facts(frame), trainer_cards=trainer_cards,
                       any_card_ids=any(p.card_ids for p in procs),
-                      fresh={cid: c for cid, c in cards.items() if c.fresh})
+                      fresh={cid: c for cid, c in cards.items() if c.fresh},
+                      readings=_readings(frame))
+
+
+def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:
+    out = []
+    for card in getattr(frame, "cards", None) or ():
+        cid = _card_id(card)
+        if cid is not None:
+            out.append((cid, getattr(card, "stale_s", None) is None))
+    return tuple(out)
 
 
 def pct_or_none(value: object) -> float | None:

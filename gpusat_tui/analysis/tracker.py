@@ -42,8 +42,8 @@ from gpusat_tui.analysis.verdict import (
     Thresholds,
     frame_facts,
     judge_prepared,
+    window_ids,
 )
-from gpusat_tui.analysis.window import card_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = ["VerdictTracker"]
@@ -181,9 +181,9 @@ class VerdictTracker:
         # to unknown; a card with too few fresh readings anywhere is judged (unknown) on the
         # plain last polls.
         short = max(0, len(frames) - self.recent_polls)
-        starts = _recent_starts(frames, self.recent_polls, short)
+        starts = _recent_starts(facts, self.recent_polls, short)
         cards: dict[str, Verdict] = {}
-        for card_id in card_ids(frames[short:]):
+        for card_id in window_ids(facts[short:]):
             offset = starts.get(card_id, short)
             recent = judged(offset).cards.get(card_id)
             if recent is not None:
@@ -294,14 +294,14 @@ class VerdictTracker:
         return state.verdict
 
 
-def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str, int]:
+def _recent_starts(facts: Sequence[FrameFacts], wanted: int, short: int) -> dict[str, int]:
     """Per card: the offset from which the frames hold ``wanted`` fresh readings of it, for
     cards that have that many in the window (never later than ``short``). A card none of whose
     last ``wanted`` polls is fresh gets no entry: its tool is failing, so it reads unknown
     rather than showing figures that only grow older."""
     counts: dict[str, int] = {}
     starts: dict[str, int] = {}
-    for offset in range(len(frames) - 1, -1, -1):
+    for offset in range(len(facts) - 1, -1, -1):
         if offset < short and all(cid in starts for cid in counts):
             # Past the plain recent polls only the cards in ``counts`` are read, and each of
             # them has its start: older polls would change nothing (most pushes stop here, at
@@ -310,20 +310,15 @@ def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str
         if offset == short - 1:
             # Past the plain recent polls: only cards with a fresh reading there go further.
             counts = {cid: n for cid, n in counts.items() if n > 0}
-        for card in getattr(frames[offset], "cards", None) or ():
-            try:
-                cid = card.id
-            except Exception:  # a constructed object without vendor/index
-                continue
+        for cid, fresh in facts[offset].readings:
             if cid in starts:
                 continue
             if offset < short and cid not in counts:
                 continue
-            if getattr(card, "stale_s", None) is not None:
+            if not fresh:
                 counts.setdefault(cid, 0)
                 continue
             counts[cid] = counts.get(cid, 0) + 1
             if counts[cid] >= wanted:
                 starts[cid] = min(offset, short)
     return starts
-

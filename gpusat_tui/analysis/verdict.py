@@ -86,6 +86,7 @@ __all__ = [
     "judge",
     "judge_card_prepared",
     "judge_prepared",
+    "window_ids",
 ]
 
 
@@ -112,7 +113,7 @@ class _Window:
         self.facts = facts[context:]
         self.history = facts
         self.thresholds = thresholds
-        self.ids = _ids(self.facts)
+        self.ids = window_ids(self.facts)
         self.tie = ProcessTie(self.facts)
         self.history_tie = self.tie if context == 0 else ProcessTie(facts)
         self.evidence = EvidenceCache(self.facts, self.tie)
@@ -166,12 +167,17 @@ def judge_prepared(
     return Assessment(cards=verdicts, job=job)
 
 
-def _ids(facts: Sequence[FrameFacts]) -> list[str]:
-    """Every card id in the window, in order of first appearance (as `card_ids`)."""
+def window_ids(facts: Sequence[FrameFacts]) -> list[str]:
+    """Every card id in the window, in order of first appearance (as `window.card_ids` gives
+    it for the frames)."""
     seen: dict[str, None] = {}
+    last: object = None
     for ff in facts:
-        for cid in ff.cards:
-            seen.setdefault(cid, None)
+        keys = ff.cards.keys()
+        if keys == last:
+            continue  # the same cards as the poll before (most polls): nothing new
+        last = keys
+        seen.update(dict.fromkeys(keys))
     return list(seen)
 
 

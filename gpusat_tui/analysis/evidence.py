@@ -41,7 +41,7 @@ class ProcessTie:
         for ff in facts:
             if ff.any_card_ids:
                 self.any_card_ids = True
-            if ff.trainer_cards == last:
+            if ff.trainer_cards is last or ff.trainer_cards == last:
                 continue  # the same trainers as the poll before (most polls): nothing new
             last = ff.trainer_cards
             for pid, card_ids in ff.trainer_cards:

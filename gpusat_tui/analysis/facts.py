@@ -7,6 +7,7 @@ Judging re-reads the same frames on every poll, so each frame's figures are clea
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -215,6 +216,8 @@ class FrameFacts:
     #: (card id, fresh) of every reading in frame order, a card listed twice included: what
     #: the tracker counts to find each card's recent window.
     readings: tuple[tuple[str, bool], ...] = ()
+    #: Whether any fresh reading had its clock-event reasons read (NVIDIA's tools only).
+    throttle_read: bool = False
     #: Figures derived from this frame alone that a window reads again on every poll (the
     #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
     #: bounded by the cards in the frame's windows; it goes with the frame.
@@ -255,12 +258,26 @@ def frame_facts(frame: Frame) -> FrameFacts:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
     t = num(getattr(frame, "t", None))
-    trainer_cards = tuple((p.pid, p.card_ids) for p in procs if p.is_trainer and p.card_ids)
+    trainer_cards = _interned(
+        tuple((p.pid, p.card_ids) for p in procs if p.is_trainer and p.card_ids)
+    )
+    fresh = {cid: c for cid, c in cards.items() if c.fresh}
     return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
                       probes=probe_facts(frame), trainer_cards=trainer_cards,
                       any_card_ids=any(p.card_ids for p in procs),
-                      fresh={cid: c for cid, c in cards.items() if c.fresh},
-                      readings=_readings(frame))
+                      fresh=fresh,
+                      readings=_readings(frame),
+                      throttle_read=any(c.throttle is not None for c in fresh.values()))
+
+
+@functools.lru_cache(maxsize=64)
+def _interned(trainers: tuple[tuple[object, tuple[str, ...]], ...]) -> tuple[
+    tuple[object, tuple[str, ...]], ...
+]:
+    """One object for the same trainers in every frame (the first seen), so that a window's
+    tie sees at a glance (by identity) that a poll names the trainers of the poll before.
+    Bounded: a job's trainers change rarely."""
+    return trainers
 
 
 def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:

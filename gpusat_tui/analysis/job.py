@@ -185,19 +185,12 @@ def _trimmed_mean(ordered: Sequence[float]) -> float:
     return math.fsum(ordered[cut : n - cut]) / (n - 2 * cut)
 
 
-Readings = Mapping[str, list[CardFacts | None]]
-
-
 def _fresh_readings(history: Sequence[FrameFacts], cards: Sequence[str]) -> dict[
     str, list[CardFacts | None]
 ]:
     """Per card, its fresh reading at each poll of the history (None where it has none): read
     once, then each figure the lag compares is taken from it."""
     return {c: [ff.fresh.get(c) for ff in history] for c in cards}
-
-
-def _util(readings: list[CardFacts | None]) -> list[float | None]:
-    return [None if r is None else r.util for r in readings]
 
 
 def _power(readings: list[CardFacts | None]) -> list[float | None]:
@@ -328,8 +321,10 @@ def lagging(
     for group in groups:
         if len(group) < 2:
             continue
-        readings = _fresh_readings(history, group)
-        util = {c: _util(readings[c]) for c in group}
+        util = {
+            c: [None if (r := ff.fresh.get(c)) is None else r.util for ff in history]
+            for c in group
+        }
         found_levels = _levels(group, util, th)
         if found_levels is None:
             continue
@@ -344,13 +339,14 @@ def lagging(
             return _throttled(
                 Lag(group, held, others, "lag", "util", utils, [], grouping, seconds,
                     stretches, polls, label, utils),
-                readings, th,
+                history, th,
             )
         # 2. a collective wait: busy cards at a low level beside a busy peer at a high one
         busy_line = th.for_vendor(vendor).busy_util_pct
         busy = [c for c in group if utils[c] >= busy_line]
         if len(busy) < 2:
             continue
+        readings = _fresh_readings(history, busy)
         sm = {c: _sm(readings[c]) for c in busy}
         if all(len(sm[c]) - sm[c].count(None) >= th.min_samples for c in busy):
             basis, series, gap = "sm", sm, th.imbalance_gap_pct
@@ -369,18 +365,21 @@ def lagging(
         return _throttled(
             Lag(group, high, others, "collective", basis, levels, waiters, grouping,
                 seconds, stretches, polls, label, utils),
-            readings, th,
+            history, th,
         )
     return None
 
 
-def _throttled(lag: Lag, readings: Readings, th: Thresholds) -> Lag:
-    """``lag`` with the stragglers held down by a limit the other cards are not under
-    (``readings``: each group card's fresh readings over the history)."""
+def _throttled(lag: Lag, history: Sequence[FrameFacts], th: Thresholds) -> Lag:
+    """``lag`` with the stragglers held down by a limit the other cards are not under."""
+    if not any(ff.throttle_read for ff in history):
+        return lag  # no tool gave clock-event reasons (most): no card is held down
     reasons: dict[str, list[str]] = {}
     lines: dict[str, str] = {}
     for c in lag.group:
-        counts, n = throttle_counts([r.throttle for r in readings[c] if r is not None])
+        counts, n = throttle_counts(
+            [r.throttle for ff in history if (r := ff.fresh.get(c)) is not None]
+        )
         if counts and n:
             held = [r for r, k in counts.items() if k >= th.throttled_frac * n]
             if held:

@@ -26,6 +26,7 @@ __all__ = [
     "clean_reversals",
     "clean_stats",
     "frame_facts",
+    "sorted_figures",
 ]
 
 
@@ -133,33 +134,45 @@ def card_facts(card: object) -> CardFacts:
     )
 
 
+def sorted_figures(values: Sequence[float | None]) -> list[float]:
+    """The figures of ``values`` (None: missing), in ascending order. One sort where none is
+    missing (most series): a None makes that sort fail, since None and a float do not
+    compare, and only then are the figures picked out first (cheaper than looking for a None
+    in every series)."""
+    try:
+        ordered = sorted(values)
+    except TypeError:
+        return sorted([v for v in values if v is not None])
+    if ordered and ordered[0] is None:
+        return []  # a lone None: the sort compared nothing
+    return ordered  # type: ignore[return-value]
+
+
 def clean_stats(values: Iterable[float | None]) -> Stats | None:
     """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
     items = values if isinstance(values, list | tuple) else list(values)
-    # Most series have every figure: then no filtered copy is made.
-    present = [v for v in items if v is not None] if None in items else items
-    n = len(present)
+    # The sort gives the median (as `statistics.median` computes it), the min (the first of
+    # equal ones, as `min` picks: the sort is stable), the sum (`fsum` is exact in any order)
+    # and the max, except where the top is zero: `max` picks the first of equal ones (0.0
+    # before -0.0), which the sorted list's end would not.
+    ordered = sorted_figures(items)
+    n = len(ordered)
     if not n:
         return None
-    # One sort gives the median (as `statistics.median` computes it), the min (the first of
-    # equal ones, as `min` picks: the sort is stable) and the max, except where the top is
-    # zero: `max` picks the first of equal ones (0.0 before -0.0), which the sorted list's
-    # end would not.
-    ordered = sorted(present)
     mid = n // 2
     median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     top = ordered[-1]
     if not top:
-        top = max(present)
-    return Stats(
-        n, len(items) - n, math.fsum(present) / n, median, ordered[0], top, present[-1]
-    )
+        top = max(v for v in items if v is not None)
+    last = items[-1]
+    if last is None:
+        last = next(v for v in reversed(items) if v is not None)
+    return Stats(n, len(items) - n, math.fsum(ordered) / n, median, ordered[0], top, last)
 
 
 def clean_median(values: Iterable[float | None]) -> float | None:
     """The median of `clean_stats`, alone (for figures of which only the median is read)."""
-    items = values if isinstance(values, list | tuple) else list(values)
-    present = sorted([v for v in items if v is not None] if None in items else items)
+    present = sorted_figures(values if isinstance(values, list | tuple) else list(values))
     n = len(present)
     if not n:
         return None

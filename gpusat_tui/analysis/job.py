@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from gpusat_tui.analysis.card import CardFigures, throttle_counts, unknown_verdict
 from gpusat_tui.analysis.evidence import ProcessTie
-from gpusat_tui.analysis.facts import CardFacts, FrameFacts
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts, sorted_figures
 from gpusat_tui.analysis.measured import Rank, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import duration, pct
@@ -226,8 +226,8 @@ def _persistent(
         values = series[c]
         out = []
         for part in stretches:
-            chunk = values[part.start : part.stop]
-            out.append(_level([v for v in chunk if v is not None] if None in chunk else chunk))
+            ordered = sorted_figures(values[part.start : part.stop])
+            out.append(_trimmed_mean(ordered) if ordered else None)
         return out
 
     # The high cards' median level in each stretch: the same for every low card.
@@ -265,8 +265,7 @@ def _levels(
     levels: dict[str, float] = {}
     spans: dict[str, float] = {}
     for c in cards:
-        values = series[c]
-        ordered = sorted([v for v in values if v is not None] if None in values else values)
+        ordered = sorted_figures(series[c])
         if len(ordered) < th.min_samples:
             return None
         levels[c] = _trimmed_mean(ordered) or 0.0

@@ -138,14 +138,14 @@ def sorted_figures(values: Sequence[float | None]) -> list[float]:
     """The figures of ``values`` (None: missing), in ascending order. One sort where none is
     missing (most series): a None makes that sort fail, since None and a float do not
     compare, and only then are the figures picked out first (cheaper than looking for a None
-    in every series)."""
+    in every series). A series that starts with a None (often one the tool never gives) is
+    filtered first, without the failed sort."""
+    if values and values[0] is None:
+        return sorted([v for v in values if v is not None])
     try:
-        ordered = sorted(values)
+        return sorted(values)  # type: ignore[type-var]
     except TypeError:
         return sorted([v for v in values if v is not None])
-    if ordered and ordered[0] is None:
-        return []  # a lone None: the sort compared nothing
-    return ordered  # type: ignore[return-value]
 
 
 def clean_stats(values: Iterable[float | None]) -> Stats | None:

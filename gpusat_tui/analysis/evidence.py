@@ -24,6 +24,7 @@ __all__ = [
     "PollEvidence",
     "ProcessTie",
     "Stall",
+    "StallPoll",
     "fold_evidence",
     "host_evidence",
     "poll_evidence",
@@ -300,10 +301,39 @@ class Stall:
     iowait: float | None
 
 
+class StallPoll(NamedTuple):
+    """One poll that shows no work on the card or on its host side."""
+
+    #: Highest CPU % of a process tied to the card.
+    cpu: float
+    n_workers: int
+    #: The tied trainers' PIDs, and their states (where given), in process order.
+    trainer_pids: tuple[object, ...]
+    trainer_states: tuple[str, ...]
+
+
 def _stalled_poll(
     ff: FrameFacts, card_id: str, tie: ProcessTie, th: Thresholds
-) -> tuple[list[ProcFacts], float] | None:
-    """The tied processes and their highest CPU % when this poll shows no work anywhere."""
+) -> StallPoll | None:
+    """`_stall_poll`, kept in the frame while the tie and the lines it reads are the same: a
+    stalled job's polls are read again by every window on every poll."""
+    key = ("stall", card_id)
+    lines = (th.idle_util_pct, th.held_vram_pct, th.held_vram_mib, th.iowait_high_pct,
+             th.stall_cpu_pct)
+    signature = tie.signature
+    kept = ff.memo.get(key)
+    if kept is not None and (kept[0] is signature or kept[0] == signature) and kept[1] == lines:
+        return kept[2]  # type: ignore[no-any-return]
+    poll = _stall_poll(ff, card_id, tie, th)
+    ff.memo[key] = (signature, lines, poll)
+    return poll
+
+
+def _stall_poll(
+    ff: FrameFacts, card_id: str, tie: ProcessTie, th: Thresholds
+) -> StallPoll | None:
+    """What this poll shows of a stall, or None when it shows work somewhere (or no process
+    evidence)."""
     reading = ff.cards[card_id]
     if reading.util is None or reading.util > th.idle_util_pct:
         return None
@@ -325,7 +355,13 @@ def _stalled_poll(
     # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
     if max(figures) > 3 * th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
         return None
-    return tied, max(figures)
+    trainers = [p for p in tied if p.is_trainer]
+    return StallPoll(
+        cpu=max(figures),
+        n_workers=sum(p.is_worker for p in tied),
+        trainer_pids=tuple(p.pid for p in trainers),
+        trainer_states=tuple(p.state for p in trainers if p.state),
+    )
 
 
 def stall_run(
@@ -345,14 +381,14 @@ def stall_run(
     reached_first = True
     blip = False
     for ff in reversed(facts):
-        reading = ff.cards.get(card_id)
-        if reading is None or not reading.fresh:
+        reading = ff.fresh.get(card_id)
+        if reading is None:
             continue
         found = _stalled_poll(ff, card_id, tie, th)
         if found is None or ff.t is None:
             reached_first = False
             break
-        tied, cpu = found
+        cpu = found.cpu
         # One poll a little above the line (a timer thread, a log flush, CPU time counted in
         # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
         # poll, do.
@@ -368,12 +404,9 @@ def stall_run(
         first_t = ff.t
         polls += 1
         max_cpu = max(max_cpu, cpu)
-        workers = max(workers, sum(p.is_worker for p in tied))
-        for p in tied:
-            if p.is_trainer:
-                trainers.setdefault(p.pid, None)
-                if p.state:
-                    states.setdefault(p.state, None)
+        workers = max(workers, found.n_workers)
+        trainers.update(dict.fromkeys(found.trainer_pids))
+        states.update(dict.fromkeys(found.trainer_states))
         if reading.mem_pct is not None:
             mems.append(reading.mem_pct)
         if ff.iowait is not None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts, ProcFacts, clean_median
 from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = [
@@ -312,21 +312,30 @@ class StallPoll(NamedTuple):
     trainer_states: tuple[str, ...]
 
 
-def _stalled_poll(
-    ff: FrameFacts, card_id: str, tie: ProcessTie, th: Thresholds
-) -> StallPoll | None:
-    """`_stall_poll`, kept in the frame while the tie and the lines it reads are the same: a
-    stalled job's polls are read again by every window on every poll."""
+def _stalled_polls(
+    facts: Sequence[FrameFacts], card_id: str, tie: ProcessTie, th: Thresholds
+) -> Iterator[tuple[FrameFacts, CardFacts, StallPoll | None]]:
+    """Newest first, each frame with a fresh reading of the card, that reading, and what it
+    shows of a stall (`_stall_poll`). What a frame shows is kept in it while the tie and the
+    lines it reads are the same: a stalled job's polls are read again by every window on
+    every poll."""
     key = ("stall", card_id)
     lines = (th.idle_util_pct, th.held_vram_pct, th.held_vram_mib, th.iowait_high_pct,
              th.stall_cpu_pct)
     signature = tie.signature
-    kept = ff.memo.get(key)
-    if kept is not None and (kept[0] is signature or kept[0] == signature) and kept[1] == lines:
-        return kept[2]  # type: ignore[no-any-return]
-    poll = _stall_poll(ff, card_id, tie, th)
-    ff.memo[key] = (signature, lines, poll)
-    return poll
+    for ff in reversed(facts):
+        reading = ff.fresh.get(card_id)
+        if reading is None:
+            continue
+        kept = ff.memo.get(key)
+        if kept is not None and (kept[0] is signature or kept[0] == signature) and (
+            kept[1] == lines
+        ):
+            poll = kept[2]
+        else:
+            poll = _stall_poll(ff, card_id, tie, th)
+            ff.memo[key] = (signature, lines, poll)
+        yield ff, reading, poll  # type: ignore[misc]
 
 
 def _stall_poll(
@@ -380,19 +389,15 @@ def stall_run(
     iowaits: list[float] = []
     reached_first = True
     blip = False
-    for ff in reversed(facts):
-        reading = ff.fresh.get(card_id)
-        if reading is None:
-            continue
-        found = _stalled_poll(ff, card_id, tie, th)
+    run: list[StallPoll] = []
+    for ff, reading, found in _stalled_polls(facts, card_id, tie, th):
         if found is None or ff.t is None:
             reached_first = False
             break
-        cpu = found.cpu
         # One poll a little above the line (a timer thread, a log flush, CPU time counted in
         # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
         # poll, do.
-        if cpu > th.stall_cpu_pct:
+        if found.cpu > th.stall_cpu_pct:
             if blip or last_t is None:
                 reached_first = False
                 break
@@ -402,15 +407,17 @@ def stall_run(
         if last_t is None:
             last_t = ff.t
         first_t = ff.t
-        polls += 1
-        max_cpu = max(max_cpu, cpu)
-        workers = max(workers, found.n_workers)
-        trainers.update(dict.fromkeys(found.trainer_pids))
-        states.update(dict.fromkeys(found.trainer_states))
+        run.append(found)
         if reading.mem_pct is not None:
             mems.append(reading.mem_pct)
         if ff.iowait is not None:
             iowaits.append(ff.iowait)
+    if run:
+        polls = len(run)
+        max_cpu = max(max_cpu, *(p.cpu for p in run))
+        workers = max(p.n_workers for p in run)
+        trainers = dict.fromkeys(pid for p in run for pid in p.trainer_pids)
+        states = dict.fromkeys(state for p in run for state in p.trainer_states)
     if last_t is None or first_t is None:
         return None
     return Stall(

@@ -28,6 +28,7 @@ __all__ = [
     "fold_evidence",
     "host_evidence",
     "poll_evidence",
+    "stall_lines",
     "stall_run",
 ]
 
@@ -312,6 +313,12 @@ class StallPoll(NamedTuple):
     trainer_states: tuple[str, ...]
 
 
+def stall_lines(th: Thresholds) -> tuple[float, ...]:
+    """Every line `stall_run` reads of the thresholds: equal lines, equal stalls."""
+    return (th.idle_util_pct, th.held_vram_pct, th.held_vram_mib, th.iowait_high_pct,
+            th.stall_cpu_pct)
+
+
 def _stalled_polls(
     facts: Sequence[FrameFacts], card_id: str, tie: ProcessTie, th: Thresholds
 ) -> Iterator[tuple[FrameFacts, CardFacts, StallPoll | None]]:
@@ -320,8 +327,7 @@ def _stalled_polls(
     lines it reads are the same: a stalled job's polls are read again by every window on
     every poll."""
     key = ("stall", card_id)
-    lines = (th.idle_util_pct, th.held_vram_pct, th.held_vram_mib, th.iowait_high_pct,
-             th.stall_cpu_pct)
+    lines = stall_lines(th)
     signature = tie.signature
     for ff in reversed(facts):
         reading = ff.fresh.get(card_id)

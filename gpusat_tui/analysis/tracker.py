@@ -38,6 +38,7 @@ from gpusat_tui.analysis.verdict import (
     DEFAULT_THRESHOLDS,
     JOB_KEY,
     FrameFacts,
+    History,
     PreparedWindow,
     Thresholds,
     frame_facts,
@@ -142,12 +143,20 @@ class VerdictTracker:
         first = self._frames[0][0]
         cache: dict[int, Assessment] = {}
         history = self._history_start()
+        # Windows whose history starts at the same frame share what is found over it.
+        pasts: dict[int, History] = {}
+
+        def past(start: int) -> History:
+            if start not in pasts:
+                pasts[start] = History(facts[start:], self.thresholds)
+            return pasts[start]
 
         def judged(offset: int) -> Assessment:
             if offset not in cache:
                 start = min(offset, history)
                 cache[offset] = judge_prepared(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                    frames[start:], facts[start:], self.thresholds, context=offset - start,
+                    history=past(start),
                 )
             return cache[offset]
 
@@ -172,7 +181,8 @@ class VerdictTracker:
             if offset not in windows:
                 start = min(offset, history)
                 windows[offset] = PreparedWindow(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                    frames[start:], facts[start:], self.thresholds, context=offset - start,
+                    history=past(start),
                 )
             return windows[offset].card(key)
 

@@ -175,10 +175,6 @@ def unknown_verdict(why: list[str], advice: list[str]) -> Verdict:
     return Verdict(kind="unknown", why=why, advice=advice, confidence=0.0)
 
 
-def _throttle_counts(fresh: Sequence[CardFacts]) -> tuple[dict[str, int] | None, int]:
-    return throttle_counts([c.throttle for c in fresh])
-
-
 def throttle_counts(
     readings: Sequence[tuple[str, ...] | None],
 ) -> tuple[dict[str, int] | None, int]:
@@ -216,15 +212,17 @@ def _readings(
 def light_figures(
     facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
 ) -> tuple[CardFigures | None, Thresholds]:
-    """Only the figures that decide whether a card is unknown (None), idle, and how busy it is
-    (what `judge_job` reads of the other cards): `judge_card_prepared` needs no more."""
+    """Only the figures that decide whether a card is unknown (None) or idle (`is_idle`):
+    what the job's imbalance test reads of the cards `verdict.PreparedWindow` does not judge
+    in full."""
     fresh, vendor, th = _readings(facts, card_id, thresholds)
     if len(fresh) < th.min_samples:
         return None, th
-    util = clean_stats(c.util for c in fresh)
+    _, _, _, utils, mem_pcts, mem_used, _, _, _, pfracs, _, _, _ = zip(*fresh, strict=True)
+    util = clean_stats(utils)
     if util is None or util.n < th.min_samples:
         return None, th
-    mem_pct = clean_stats(c.mem_pct for c in fresh)
+    mem_pct = clean_stats(mem_pcts)
     figs = CardFigures(
         card_id=card_id,
         vendor=vendor,
@@ -233,14 +231,13 @@ def light_figures(
         util=util,
         mem_pct=mem_pct,
         # `held` reads the used MiB only when there is no percentage.
-        mem_used=clean_median(c.mem_used for c in fresh) if mem_pct is None else None,
+        mem_used=clean_median(mem_used) if mem_pct is None else None,
         mem_total=None,
         power=None,
         cap=None,
-        pfrac=clean_median(c.pfrac for c in fresh),
+        pfrac=clean_median(pfracs),
         mem_reversals=0,
     )
-    figs.throttle, figs.throttle_n = _throttle_counts(fresh)
     return figs, th
 
 

@@ -180,8 +180,11 @@ def throttle_counts(
 ) -> tuple[dict[str, int] | None, int]:
     """Limiting reason -> readings it was active in, and how many readings had the reasons
     read at all (``readings``: each fresh reading's `CardFacts.throttle`)."""
-    if readings.count(None) == len(readings):
-        return None, 0  # the tool gives none (most vendors): no loop
+    if not any(readings):
+        # No reading names a reason (most): nothing to count, only the readings that had the
+        # reasons read (none where the tool gives none).
+        n = len(readings) - readings.count(None)
+        return ({} if n else None), n
     counts: dict[str, int] = {}
     n = 0
     for reasons in readings:

@@ -229,8 +229,8 @@ class FrameFacts:
     #: (card id, fresh) of every reading in frame order, a card listed twice included: what
     #: the tracker counts to find each card's recent window.
     readings: tuple[tuple[str, bool], ...] = ()
-    #: Whether any fresh reading had its clock-event reasons read (NVIDIA's tools only).
-    throttle_read: bool = False
+    #: Whether any fresh reading names a limiting clock-event reason (NVIDIA's tools only).
+    any_throttle: bool = False
     #: Figures derived from this frame alone that a window reads again on every poll (the
     #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
     #: bounded by the cards in the frame's windows; it goes with the frame.
@@ -280,7 +280,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
                       any_card_ids=any(p.card_ids for p in procs),
                       fresh=fresh,
                       readings=_readings(frame),
-                      throttle_read=any(c.throttle is not None for c in fresh.values()))
+                      any_throttle=any(c.throttle for c in fresh.values()))
 
 
 @functools.lru_cache(maxsize=64)

@@ -371,8 +371,8 @@ def lagging(
 
 def _throttled(lag: Lag, history: Sequence[FrameFacts], th: Thresholds) -> Lag:
     """``lag`` with the stragglers held down by a limit the other cards are not under."""
-    if not any(ff.throttle_read for ff in history):
-        return lag  # no tool gave clock-event reasons (most): no card is held down
+    if not any(ff.any_throttle for ff in history):
+        return lag  # no reading names a limiting reason (most): no card is held down
     reasons: dict[str, list[str]] = {}
     lines: dict[str, str] = {}
     for c in lag.group:

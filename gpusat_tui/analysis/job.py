@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpusat_tui.analysis.card import CardFigures, throttle_counts, unknown_verdict
+from gpusat_tui.analysis.card_figures import CardFigures, throttle_counts, unknown_verdict
 from gpusat_tui.analysis.evidence import ProcessTie
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, sorted_figures
 from gpusat_tui.analysis.measured import Rank, straggler

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusat_tui.analysis.card import CardFigures, make_verdict
+from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
 from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured

@@ -63,7 +63,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpusat_tui.analysis.card import CardFigures, is_idle, judge_card, light_figures
+from gpusat_tui.analysis.card import is_idle, judge_card
+from gpusat_tui.analysis.card_figures import CardFigures, light_figures
 from gpusat_tui.analysis.causes import STARVING_CAUSES
 from gpusat_tui.analysis.evidence import (
     EvidenceCache,

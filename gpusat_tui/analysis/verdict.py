@@ -39,7 +39,7 @@ would then share their host evidence; the ``why`` lines show the figures used so
 
 The job verdict is ``imbalanced`` when cards of one job (cards sharing a trainer; or, when every
 trainer drives one card as in DDP, all cards that hold memory) have one holding the others back,
-persistently over the history (`job`): then the straggler's own badge is ``imbalanced`` too,
+persistently over the history (`imbalance`): then the straggler's own badge is ``imbalanced`` too,
 and cards waiting for it in a collective are ``starving``/``collective-wait``. Otherwise the
 job takes the most severe of its cards' kinds (`job.SEVERITY`).
 
@@ -55,7 +55,10 @@ use):
 * `facts` — what is read of one Frame, once (`frame_facts`);
 * `evidence` — which processes serve which card, and the host figures over the window;
 * `causes` — why a starving card starves, from that evidence;
-* `card` — the rules for one card; `job` — the rules for the job (imbalance, the summary);
+* `card_figures` — one card's figures over a window and the sentences that quote them;
+  `card` — the rules for one card;
+* `imbalance` — whether one card of a job holds the others back (`Lag`); `job` — what that
+  does to the verdicts, and the job's summary;
 * `wording` — shared formatting and sentences of ``why`` and ``advice``.
 """
 
@@ -74,7 +77,8 @@ from gpusat_tui.analysis.evidence import (
     stall_run,
 )
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, Lag, apply_lag, judge_job, lagging
+from gpusat_tui.analysis.imbalance import Lag, lagging
+from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, apply_lag, judge_job
 from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS

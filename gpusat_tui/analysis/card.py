@@ -20,7 +20,7 @@ from gpusat_tui.analysis.card_figures import (
 )
 from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence, Stall
-from gpusat_tui.analysis.facts import FrameFacts
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import interval_s
@@ -68,11 +68,13 @@ def judge_card(
     evidence: Callable[[str], HostEvidence],
     stall: Callable[[str, Thresholds], Stall | None] | None = None,
     measured: Callable[[str], Measured | None] | None = None,
+    fresh_maps: Sequence[dict[str, CardFacts]] | None = None,
 ) -> tuple[Verdict, CardFigures | None]:
     """The card's verdict in the window, and its figures (None when it is unknown).
     ``stall(card_id, th)`` gives how long the card has been stalled, looking back beyond the
-    window where the caller has the history (see `verdict.judge_prepared`)."""
-    fresh, vendor, th = fresh_readings(facts, card_id, thresholds)
+    window where the caller has the history (see `verdict.judge_prepared`); ``fresh_maps`` as
+    for `card_figures.fresh_readings`."""
+    fresh, vendor, th = fresh_readings(facts, card_id, thresholds, fresh_maps)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
     if n < th.min_samples:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from gpusat_tui.analysis.facts import (
     CardFacts,
@@ -187,12 +188,19 @@ def throttle_counts(
 
 
 def fresh_readings(
-    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
+    facts: Sequence[FrameFacts],
+    card_id: str,
+    thresholds: Thresholds,
+    fresh_maps: Sequence[dict[str, CardFacts]] | None = None,
 ) -> tuple[list[CardFacts], str, Thresholds]:
     """(the fresh readings, vendor, its thresholds) of one card in the window: one reading per
     frame that has the card (the first, as `card_readings` takes it); the vendor of the last
-    reading, fresh or not."""
-    fresh = [c for ff in facts if (c := ff.fresh.get(card_id)) is not None]
+    reading, fresh or not. ``fresh_maps``: each frame's `FrameFacts.fresh`, where the caller
+    reads several cards of one window."""
+    if fresh_maps is None:
+        fresh_maps = [ff.fresh for ff in facts]
+    # A CardFacts is a non-empty tuple: filter(None) keeps exactly the frames that have one.
+    fresh = list(filter(None, map(dict.get, fresh_maps, repeat(card_id))))
     vendor = ""
     for ff in reversed(facts):
         last = ff.cards.get(card_id)
@@ -244,12 +252,15 @@ def window_figures(
 
 
 def light_figures(
-    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
+    facts: Sequence[FrameFacts],
+    card_id: str,
+    thresholds: Thresholds,
+    fresh_maps: Sequence[dict[str, CardFacts]] | None = None,
 ) -> tuple[CardFigures | None, Thresholds]:
     """Only the figures that decide whether a card is unknown (None) or idle (`is_idle`):
     what the job's imbalance test reads of the cards `verdict.PreparedWindow` does not judge
-    in full."""
-    fresh, vendor, th = fresh_readings(facts, card_id, thresholds)
+    in full (``fresh_maps`` as for `fresh_readings`)."""
+    fresh, vendor, th = fresh_readings(facts, card_id, thresholds, fresh_maps)
     if len(fresh) < th.min_samples:
         return None, th
     _, _, _, utils, mem_pcts, mem_used, _, _, _, pfracs, _, _, _ = zip(*fresh, strict=True)

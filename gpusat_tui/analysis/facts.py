@@ -226,6 +226,8 @@ class FrameFacts:
     #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
     #: the statistics of a window read.
     fresh: dict[str, CardFacts] = field(default_factory=dict)
+    #: The utilisation of each fresh reading (None where the tool gave none).
+    fresh_util: dict[str, float | None] = field(default_factory=dict)
     #: (card id, fresh) of every reading in frame order, a card listed twice included: what
     #: the tracker counts to find each card's recent window.
     readings: tuple[tuple[str, bool], ...] = ()
@@ -279,6 +281,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
                       probes=probe_facts(frame), trainer_cards=trainer_cards,
                       any_card_ids=any(p.card_ids for p in procs),
                       fresh=fresh,
+                      fresh_util={cid: c.util for cid, c in fresh.items()},
                       readings=_readings(frame),
                       any_throttle=any(c.throttle for c in fresh.values()))
 

@@ -34,6 +34,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from gpusat_tui.analysis.card_figures import throttle_counts
 from gpusat_tui.analysis.evidence import ProcessTie
@@ -283,13 +284,12 @@ def lagging(
     groups, grouping = tie.groups(active)
     seconds = _span_s(history)
     polls = len(history)
+    # Each frame's fresh utilisation by card; a card's series is one C-level map over them.
+    fresh_util = [ff.fresh_util for ff in history]
     for group in groups:
         if len(group) < 2:
             continue
-        util = {
-            c: [None if (r := ff.fresh.get(c)) is None else r.util for ff in history]
-            for c in group
-        }
+        util = {c: list(map(dict.get, fresh_util, repeat(c))) for c in group}
         found_levels = _levels(group, util, th)
         if found_levels is None:
             continue

@@ -155,6 +155,8 @@ class _Window:
         self.facts = facts[context:]
         self.thresholds = thresholds
         self.ids = window_ids(self.facts)
+        #: Each frame's fresh readings by card, read by every card of the window.
+        self.fresh_maps = [ff.fresh for ff in self.facts]
         self.past = history if history is not None else History(facts, thresholds)
         self.tie = self.past.tie if context == 0 else ProcessTie(self.facts)
         self.evidence = EvidenceCache(self.facts, self.tie)
@@ -167,7 +169,7 @@ class _Window:
     def card(self, card_id: str) -> tuple[Verdict, CardFigures | None]:
         return judge_card(
             self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
-            self.measured,
+            self.measured, self.fresh_maps,
         )
 
     def measured(self, card_id: str) -> Measured | None:
@@ -261,7 +263,9 @@ class PreparedWindow:
             window = self._window
             active: list[str] = []
             for cid in window.ids:
-                figs, th = light_figures(window.facts, cid, window.thresholds)
+                figs, th = light_figures(
+                    window.facts, cid, window.thresholds, window.fresh_maps
+                )
                 if figs is not None and not is_idle(figs, th):
                     active.append(cid)
             self._lag = window.lag(active)

@@ -20,11 +20,14 @@ time (the dashboard) passes ``focus``: only those keys get the evidence window's
 others keep the recent window's (same kind and cause), and `explain` fills in one more key on
 demand. ``check`` and ``report`` pass no focus and get every key in full.
 
-Cost (``benchmarks/bench_verdict.py``: about 1 ms per push for 8 cards with a full 30 s window):
-each frame is read once (`verdict.frame_facts`), and each card's evidence window, which starts
-where that card's verdict was adopted and so differs from card to card, is judged for that card
-only (`verdict.PreparedWindow`) unless most cards or the job read the same window. Both give
-exactly what `judge` gives (tests/test_verdict_prepared.py).
+Cost (``benchmarks/bench_verdict.py``: about 0.7 ms per push for 8 cards with a full 30 s
+window, focused or not: the job in focus reads every card's evidence window): each frame is read
+once (`verdict.frame_facts`), and what it shows of a card's host evidence or stall is kept with
+it, so a window summarises only its new poll; each card's evidence window, which starts where
+that card's verdict was adopted and so differs from card to card, is judged for that card only
+(`verdict.PreparedWindow`) unless most cards or the job read the same window, and the windows
+whose history starts at the same frame share the lag and the stalls found over it
+(`verdict.History`). All of it gives exactly what `judge` gives (tests/test_verdict_prepared.py).
 """
 
 from __future__ import annotations

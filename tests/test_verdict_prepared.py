@@ -156,6 +156,35 @@ def test_a_frame_keeps_its_evidence_only_while_the_tie_is_the_same() -> None:
     assert len(causes) > 1  # the tie did change what the early polls showed
 
 
+def test_a_frame_keeps_what_it_showed_of_a_stall_only_while_the_tie_is_the_same() -> None:
+    # nvidia:0 holds memory and runs nothing; its trainer 10 is idle. Worker 11 is pegged; its
+    # trainer 30 (also on nvidia:0) is seen only in the first 6 polls: a window reaching back
+    # to them ties the worker to the card (no stall), a later one does not (a stall so far).
+    def frame(i: int) -> Frame:
+        procs = [
+            ProcessSample(pid=10, role="trainer", name="python", cpu_pct=0.0,
+                          card_ids=["nvidia:0"]),
+            ProcessSample(pid=11, role="dataloader_worker", name="pt_data_worker",
+                          cpu_pct=99.0, trainer_pid=30),
+        ]
+        if i < 6:
+            procs.append(ProcessSample(pid=30, role="trainer", name="python", cpu_pct=0.0,
+                                       card_ids=["nvidia:0"]))
+        card = CardReading(vendor="nvidia", index=0, util_pct=0.0, power_w=90.0,
+                           power_cap_w=400.0, mem_used_mib=60000.0, mem_total_mib=80000.0)
+        return Frame(t=float(i), seq=i, cards=[card], processes=procs)
+
+    frames = [frame(i) for i in range(20)]
+    facts = [frame_facts(f) for f in frames]
+    seen = set()
+    for start in (12, 0, 5, 8):
+        for context in (0, 20 - start - 3):
+            shared = judge_prepared(frames[start:], facts[start:], context=context)
+            assert shared == judged_alone(frames[start:], context), (start, context)
+            seen.add(tuple(shared.cards["nvidia:0"].why))
+    assert len(seen) > 1  # the tie did change what the polls showed
+
+
 @pytest.mark.parametrize("ratio", [-0.5, 0.0, 0.6, 1.0, 1.5])
 @pytest.mark.parametrize("gap", [-10.0, 0.0, 35.0, 120.0])
 def test_card_by_card_equals_the_whole_judgement_with_odd_imbalance_lines(

@@ -9,22 +9,30 @@ component classes), so every theme applies.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Self
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.color import Color
+from textual.filter import LineFilter
 from textual.geometry import Region, Spacing
 from textual.strip import Strip
 from textual.widget import Widget
 
 
 class LineWidget(Widget):
-    """Subclasses implement ``render_line(y)`` with `strip` and `blank`."""
+    """Subclasses implement ``render_line(y)`` with `strip` and `blank`, and call ``refresh``
+    (with the content regions that changed, or none for all) whenever a line changes."""
 
     _base_style: Style | None = None
     _part_styles: dict[str, Style] | None = None
+    #: Finished lines (padding and filters applied) by row, valid for `_lines_key`.
+    _line_cache: dict[int, Strip] | None = None
+    _lines_key: tuple[object, ...] = ()
+    _filter_background: Color | None = None
 
     def notify_style_update(self) -> None:
         # A theme or class change: styles cached here are stale, every line must be redrawn.
@@ -32,6 +40,22 @@ class LineWidget(Widget):
         self._base_style = None
         self._part_styles = None
         self.refresh()
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False,
+        recompose: bool = False,
+    ) -> Self:
+        """Textual's refresh, also dropping the finished lines it marks dirty."""
+        cache = self._line_cache
+        if repaint and cache:
+            if regions:
+                top = self.styles.padding.top
+                for region in regions:
+                    for y in region.line_range:
+                        cache.pop(y + top, None)
+            else:
+                cache.clear()
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     @property
     def base_style(self) -> Style:
@@ -90,27 +114,65 @@ class LineWidget(Widget):
         """The lines in ``crop``, straight from `render_line`'s cache.
 
         Textual's own path (its styles cache) re-wraps every repainted line for borders,
-        padding, tint and opacity, making two more `Strip`s each: measured as about a quarter
-        of the dashboard's CPU with charts that repaint 40 lines a poll. A line widget without
-        those styles (their colours are in their segments), so they skip it, applying
-        only the app's line filters (NO_COLOR, dimming). Any other style takes Textual's path.
+        padding, tint and opacity, making two more `Strip`s each and measuring every line
+        again: profiled at about a fifth of the dashboard's CPU. A line widget draws its
+        padding here (blank cells in its own colours) and skips that path, applying only the
+        app's line filters (NO_COLOR, dimming). Borders, tint and opacity take Textual's path:
+        a border belongs on a container around the widget (it is drawn once, not per poll).
         """
         styles = self.styles
-        if (styles.padding != _NO_SPACING or styles.border.spacing != _NO_SPACING
-                or styles.opacity != 1 or styles.text_opacity != 1 or styles.tint.a):
+        if (styles.border.spacing != _NO_SPACING or styles.opacity != 1
+                or styles.text_opacity != 1 or styles.tint.a):
             return super().render_lines(crop)
         filters = self.get_line_filters()
-        background = self.background_colors[1] if filters else None
-        full = crop.x == 0 and crop.width == self.size.width
+        pad = styles.padding
+        width, height = self.size
+        outer = width + pad.left + pad.right
+        # Textual asks for every line of the rectangle around all the screen's changes, not
+        # just the changed ones: a widget beside a changing chart would redraw each of its
+        # lines every poll. Lines not refreshed since are handed back as they were.
+        key = (outer, height, pad, *filters)
+        cache = self._line_cache
+        if cache is None or key != self._lines_key:
+            cache = self._line_cache = {}
+            self._lines_key = key
+        self._filter_background = None
+        full = crop.x == 0 and crop.width == outer
         strips = []
         for y in crop.line_range:
-            strip = self.render_line(y)
-            if not full:
-                strip = strip.crop(crop.x, crop.right)
-            for line_filter in filters:
-                strip = strip.apply_filter(line_filter, background)  # type: ignore[arg-type]
-            strips.append(strip)
+            strip = cache.get(y)
+            if strip is None:
+                strip = cache[y] = self._finished_line(y, width, height, outer, pad, filters)
+            strips.append(strip if full else strip.crop(crop.x, crop.right))
         return strips
+
+    def _finished_line(
+        self, y: int, width: int, height: int, outer: int, pad: Spacing,
+        filters: Sequence[LineFilter],
+    ) -> Strip:
+        """Line ``y`` of the widget (padding included) as the screen shows it."""
+        base = self.base_style
+        row = y - pad.top
+        if 0 <= row < height:
+            strip = self.render_line(row)
+            if strip.cell_length != width:  # as Textual's path does: every line full width
+                strip = strip.adjust_cell_length(width, base)
+            if pad.left or pad.right:
+                strip = Strip(
+                    [Segment(" " * pad.left, base), *strip, Segment(" " * pad.right, base)],
+                    outer,
+                )
+        else:
+            strip = Strip.blank(outer, base)
+        if filters:
+            # The background behind the widget, which a filter (dimming) blends towards:
+            # walking the ancestors costs ~40 µs, so once per set of lines, not per line.
+            background = self._filter_background
+            if background is None:
+                background = self._filter_background = self.background_colors[1]
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+        return strip
 
     def blank(self) -> Strip:
         """An empty line in the widget's colours."""

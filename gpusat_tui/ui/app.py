@@ -453,7 +453,9 @@ class GpusatApp(App[int]):
         else:
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
-            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval())
+            driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
+            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval(),
+                             driving)
         self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
 
@@ -724,7 +726,9 @@ def build_app(args: Namespace) -> GpusatApp:
             source, record, header, mode=record_mode(args),  # type: ignore[arg-type]
             protect=list(replayed), **rotation_limits(args),
         )
-    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker)
+    view = getattr(args, "view", "auto")
+    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker,
+                     view=None if view == "auto" else view)
 
 
 def run_app(args: Namespace) -> int:

@@ -237,7 +237,7 @@ class CardList(LineWidget):
         return range(self._first, self._first + height)
 
     def render_line(self, y: int) -> Strip:
-        window = self._window(self.size.height)
+        window = self._window(self.drawing_size.height)
         if y >= len(window):
             return self.blank()
         label, kind, selected = self._rows[window[y]]

@@ -18,7 +18,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
-from textual.geometry import Region, Spacing
+from textual.geometry import Region, Size, Spacing
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -33,6 +33,9 @@ class LineWidget(Widget):
     _line_cache: dict[int, Strip] | None = None
     _lines_key: tuple[object, ...] = ()
     _filter_background: Color | None = None
+    #: The content size while `render_lines` draws (``size`` is computed on every read, from
+    #: the widget's region on screen: ~2 µs, per line it adds up).
+    _drawing: Size | None = None
 
     def notify_style_update(self) -> None:
         # A theme or class change: styles cached here are stale, every line must be redrawn.
@@ -81,7 +84,8 @@ class LineWidget(Widget):
 
     def strip(self, parts: Iterable[tuple[str, Style | None]]) -> Strip:
         """One line from (text, style) parts; a part without a style takes the widget's."""
-        return Strip(self.strip_parts(parts))
+        segments = self.strip_parts(parts)
+        return Strip(segments, sum(cells(segment.text) for segment in segments))
 
     def text_segments(self, line: Text, style: Style | None = None) -> list[Segment]:
         """One line of a `Text` as segments over ``style`` (default: the widget's own)."""
@@ -99,9 +103,9 @@ class LineWidget(Widget):
 
     def fit(self, segments: list[Segment], width: int | None = None) -> Strip:
         """A line cut to ``width`` (default: the content width), ending in … when cut."""
-        strip = Strip(segments)
+        strip = Strip(segments, sum(cells(segment.text) for segment in segments))
         if width is None:
-            width = self.size.width
+            width = self.drawing_size.width
         if strip.cell_length <= width:
             return strip
         if width <= 1:
@@ -126,7 +130,8 @@ class LineWidget(Widget):
             return super().render_lines(crop)
         filters = self.get_line_filters()
         pad = styles.padding
-        width, height = self.size
+        size = self.size
+        width, height = size
         outer = width + pad.left + pad.right
         # Textual asks for every line of the rectangle around all the screen's changes, not
         # just the changed ones: a widget beside a changing chart would redraw each of its
@@ -139,12 +144,21 @@ class LineWidget(Widget):
         self._filter_background = None
         full = crop.x == 0 and crop.width == outer
         strips = []
-        for y in crop.line_range:
-            strip = cache.get(y)
-            if strip is None:
-                strip = cache[y] = self._finished_line(y, width, height, outer, pad, filters)
-            strips.append(strip if full else strip.crop(crop.x, crop.right))
+        self._drawing = size
+        try:
+            for y in crop.line_range:
+                strip = cache.get(y)
+                if strip is None:
+                    strip = cache[y] = self._finished_line(y, width, height, outer, pad, filters)
+                strips.append(strip if full else strip.crop(crop.x, crop.right))
+        finally:
+            self._drawing = None
         return strips
+
+    @property
+    def drawing_size(self) -> Size:
+        """The content size: read once while lines are drawn, for `render_line` to use."""
+        return self._drawing or self.size
 
     def _finished_line(
         self, y: int, width: int, height: int, outer: int, pad: Spacing,
@@ -176,13 +190,25 @@ class LineWidget(Widget):
 
     def blank(self) -> Strip:
         """An empty line in the widget's colours."""
-        return Strip.blank(self.size.width, self.base_style)
+        return Strip.blank(self.drawing_size.width, self.base_style)
 
 
 _NO_SPACING = Spacing(0, 0, 0, 0)
 
 #: One line as planned: (text, component class or "" for the widget's own style) parts.
 Line = tuple[tuple[str, str], ...]
+
+
+#: Characters one cell wide for certain: printable ASCII, the blocks and rules the charts
+#: draw and the marks the lines use.
+_ONE_CELL = frozenset(
+    [chr(c) for c in range(0x20, 0x7F)] + list(" ▁▂▃▄▅▆▇█┈·▸…°–—▕▔")
+)
+
+
+def cells(text: str) -> int:
+    """Cells ``text`` takes: its length where every character is surely one cell wide."""
+    return len(text) if _ONE_CELL.issuperset(text) else cell_len(text)
 
 
 def cut(text: str, width: int) -> str:
@@ -255,7 +281,7 @@ class PlannedLines(LineWidget):
         self.replan()
 
     def render_line(self, y: int) -> Strip:
-        width, height = self.size  # a computed property: read once per line
+        width, height = self.drawing_size
         if (width, height) != self._plan_size:
             # Asked to draw at a size not planned for yet (the first paint, a resize).
             self._plan_size = (width, height)
@@ -274,7 +300,9 @@ class PlannedLines(LineWidget):
                 for text, part in self._plan[y]
                 if text
             ]
-            strip = Strip(segments)
+            # Planned lines are mostly chart glyphs and ASCII: measured here without rich's
+            # cached per-string lookup (a new string per row per poll only fills its cache).
+            strip = Strip(segments, sum(cells(text) for text, _ in self._plan[y]))
             if strip.cell_length != width:
                 strip = strip.adjust_cell_length(width, base)
         self._strips[y] = strip

@@ -10,7 +10,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
 
-from gpusat_tui.ui.widgets.lines import LineWidget
+from gpusat_tui.ui.widgets.lines import Line, LineWidget, PlannedLines
 from tests.ui.conftest import screen_text
 
 
@@ -97,3 +97,45 @@ async def test_a_resize_draws_every_row_at_the_new_width() -> None:
         lines = app.screen._compositor.render_strips()
         assert lines[1].cell_length == 30
         assert lines[1].text == "  first" + " " * 23
+
+
+class Planned(PlannedLines):
+    """Two planned lines, one per component class."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"planned--ansi", "planned--true"}
+    DEFAULT_CSS = """
+    Planned { height: 2; }
+    Planned > .planned--true { color: #ff8000; }
+    """
+
+    def plan(self, width: int, height: int) -> list[Line]:
+        return [(("truecolor", "planned--true"),), (("ansi", self.second),)]
+
+    second = "planned--true"
+
+
+class PlannedApp(App[None]):
+    CSS: ClassVar[str] = "Planned > .planned--ansi { color: ansi_red; }"
+
+    def __init__(self, second: str) -> None:
+        super().__init__()
+        Planned.second = second
+        self.planned = Planned()
+
+    def compose(self) -> ComposeResult:
+        yield self.planned
+
+
+async def test_ansi_colours_are_still_turned_into_truecolor() -> None:
+    # The ANSI-to-truecolor filter is skipped only where every style is truecolor already:
+    # a component styled with an ANSI colour still reaches the screen as truecolor.
+    for second in ("planned--true", "planned--ansi"):
+        app = PlannedApp(second)
+        async with app.run_test(size=(20, 2)) as pilot:
+            await pilot.pause()
+            lines = app.screen._compositor.render_strips()
+            colours = [seg.style.color for line in lines for seg in line if seg.text.strip()]
+            assert len(colours) == 2
+            assert all(c is not None and c.triplet is not None for c in colours), colours
+            assert colours[0].triplet == (255, 128, 0)
+            assert (colours[1].triplet == (255, 128, 0)) is (second == "planned--true")

@@ -244,8 +244,6 @@ class GpusatApp(App[int]):
         self._tracker_ok = False
         self.job_bar = JobLine()
         self.card_list = CardList(id="cards")
-        #: The list's border is on this box: drawn once, not with every changed row.
-        self.card_box = Vertical(id="cards-box")
         self.detail = CardDetail(id="detail")
         self.grid = CardGrid(id="grid")
         #: Set once the user picks a view (o, Enter, Escape): the pane's size no longer does.
@@ -263,8 +261,7 @@ class GpusatApp(App[int]):
             yield Static(Text(self.banner), id="banner")
         yield self.job_bar
         with Horizontal(id="main"):
-            with self.card_box:
-                yield self.card_list
+            yield self.card_list
             yield self.detail
             yield self.grid
         with self.processes_box:
@@ -507,7 +504,7 @@ class GpusatApp(App[int]):
     def watch_overview(self, value: bool) -> None:
         self.set_class(value, "-overview")
         self.grid.display = value
-        self.card_box.display = not value
+        self.card_list.display = not value
         self.detail.display = not value
         self.refresh_bindings()
         self._schedule_render()

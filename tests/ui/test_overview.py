@@ -45,7 +45,7 @@ async def test_overview_is_the_default_where_it_fits_and_shows_every_card() -> N
             assert f"GPU-Util {10 * j + 19 % 3:.0f}%" in text
         assert text.count("SATURATED") == 8
         assert text.count("Power ") >= 8 and text.count("of cap") == 8
-        assert not app.card_box.display and not app.detail.display
+        assert not app.card_list.display and not app.detail.display
         # The hidden view is not kept up to date (a hidden widget's refresh makes Textual
         # rebuild its map of the screen): it catches up when shown, below.
         assert app.card_list.lines == []
@@ -61,7 +61,7 @@ async def test_overview_is_the_default_where_it_fits_and_shows_every_card() -> N
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
         assert app.overview is False
-        assert app.card_box.display and "▸ 0" in screen_text(app)
+        assert app.card_list.display and "▸ 0" in screen_text(app)
         assert app.card_list.lines[7] == f"  7  {10 * 7 + 19 % 3:.0f}%  SATURATED"
 
 

@@ -19,9 +19,10 @@ from gpusat_tui.analysis.card_figures import (
     window_figures,
 )
 from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.evidence import HostEvidence, Stall
+from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
+from gpusat_tui.analysis.stall import Stall
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import interval_s
 from gpusat_tui.analysis.wording import (

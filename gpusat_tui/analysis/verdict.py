@@ -54,6 +54,7 @@ use):
 * `thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
 * `facts` — what is read of one Frame, once (`frame_facts`);
 * `evidence` — which processes serve which card, and the host figures over the window;
+  `stall` — how long a card has held its memory with nothing running anywhere;
 * `causes` — why a starving card starves, from that evidence;
 * `card_figures` — one card's figures over a window and the sentences that quote them;
   `card` — the rules for one card;
@@ -69,17 +70,12 @@ from collections.abc import Sequence
 from gpusat_tui.analysis.card import is_idle, judge_card
 from gpusat_tui.analysis.card_figures import CardFigures, light_figures
 from gpusat_tui.analysis.causes import STARVING_CAUSES
-from gpusat_tui.analysis.evidence import (
-    EvidenceCache,
-    ProcessTie,
-    Stall,
-    stall_lines,
-    stall_run,
-)
+from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.imbalance import Lag, lagging
 from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, apply_lag, judge_job
 from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
+from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict

@@ -386,7 +386,9 @@ class GpusatApp(App[int]):
     # --- attributes down ---------------------------------------------------------------------
 
     def watch_frame(self) -> None:
-        self._schedule_render()
+        # A new frame is the one change in its handler (`_show`): paint it now, not one
+        # message later (a render already scheduled then finds nothing left to do).
+        self._render_view()
 
     def watch_selected(self, selected: str | None) -> None:
         self._explain_selected(selected)
@@ -425,7 +427,11 @@ class GpusatApp(App[int]):
         # Several reactives may change in one handler: paint once, after they all did.
         if not self._render_scheduled:
             self._render_scheduled = True
-            self.call_later(self._render_view)
+            self.call_later(self._scheduled_render)
+
+    def _scheduled_render(self) -> None:
+        if self._render_scheduled:
+            self._render_view()
 
     def _render_view(self) -> None:
         self._render_scheduled = False

@@ -215,8 +215,9 @@ def _measured_straggler(
     if lag is not None:
         label = figures[lag.group[0]].label
         why.append(
-            ", ".join(f"{c} at {pct(lag.centers[c])}" for c in lag.laggards)
-            + f" while {', '.join(lag.others)} run at {pct(lag.other_med)} ({label} medians)"
+            ", ".join(f"{c} at {pct(lag.levels[c])}" for c in lag.stragglers)
+            + f" while {', '.join(lag.others)} run at {pct(lag.ref_level())} ({label} levels,"
+            " the mean of the middle half)"
         )
     if rank.tie == "guess":
         why.append("which card each rank drives is a guess (local rank order)")

@@ -179,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--speed", type=positive_float, default=1.0, help="replay speed factor (default 1)"
     )
     parser.add_argument(
+        "--view", choices=("auto", "overview", "card"), default="auto",
+        help="start in every card's overview or in the card view (default auto: the overview "
+        "where the pane fits it; o switches at any time)",
+    )
+    parser.add_argument(
         "--fallback-demo", action="store_true",
         help="when no accelerator tool is found, replay the bundled demo session (and say so)",
     )

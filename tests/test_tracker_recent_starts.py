@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusat_tui.analysis.tracker import _recent_starts
+from gpusat_tui.analysis.verdict import frame_facts
 from gpusat_tui.model import CardReading, Frame
 
 
@@ -60,7 +61,8 @@ def frames_from(polls: list[list[str]]) -> list[Frame]:
 def test_recent_starts_matches_a_full_scan(polls: list[list[str]], wanted: int) -> None:
     frames = frames_from(polls)
     short = max(0, len(frames) - wanted)
-    assert _recent_starts(frames, wanted, short) == full_scan(frames, wanted, short)
+    facts = [frame_facts(f) for f in frames]
+    assert _recent_starts(facts, wanted, short) == full_scan(frames, wanted, short)
 
 
 def test_a_card_fresh_only_further_back_is_still_found() -> None:
@@ -71,5 +73,5 @@ def test_a_card_fresh_only_further_back_is_still_found() -> None:
         ["fresh", "fresh", "fresh"],
         ["fresh", "stale", "fresh"],
     ]
-    frames = frames_from(polls)
-    assert _recent_starts(frames, 3, 4) == {"nvidia:0": 4, "nvidia:2": 4, "nvidia:1": 2}
+    facts = [frame_facts(f) for f in frames_from(polls)]
+    assert _recent_starts(facts, 3, 4) == {"nvidia:0": 4, "nvidia:2": 4, "nvidia:1": 2}

@@ -1,8 +1,10 @@
 """The verdict engine's shortcuts give exactly what plain `judge` gives.
 
-The tracker reads each frame once (`frame_facts`) and judges evidence windows one card at a
-time (`PreparedWindow`, `judge_card_prepared`): these tests pin those to `judge` itself, over
-every labelled scenario, windows of several lengths and odd thresholds.
+The tracker reads each frame once (`frame_facts`, which also keeps what the frame showed of a
+card's host evidence or stall), judges evidence windows one card at a time (`PreparedWindow`,
+`judge_card_prepared`) and shares what is found over one history between the windows of a push
+(`History`): these tests pin those to `judge` itself, over every labelled scenario, windows of
+several lengths and odd thresholds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import pytest
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import (
+    DEFAULT_THRESHOLDS,
+    History,
     PreparedWindow,
     Thresholds,
     frame_facts,
@@ -18,7 +22,7 @@ from gpusat_tui.analysis.verdict import (
     judge_card_prepared,
     judge_prepared,
 )
-from gpusat_tui.model import Frame, Verdict
+from gpusat_tui.model import CardReading, Frame, ProcessSample, Verdict
 from tests.scenarios import SCENARIOS
 
 
@@ -84,6 +88,103 @@ def test_card_by_card_equals_the_whole_judgement_with_history(name: str) -> None
         assert changed > 0  # the history did change verdicts, and both paths agreed
 
 
+def judged_alone(frames: list[Frame], context: int) -> object:
+    """The window judged on facts of its own (nothing kept from other windows)."""
+    return judge_prepared(frames, [frame_facts(f) for f in frames], context=context)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_windows_sharing_frames_and_a_history_judge_as_if_alone(name: str) -> None:
+    # As in a tracker: one list of facts read by windows of many starts and ends (each frame
+    # keeps what it showed of a card's host evidence and stall), and the windows that start
+    # their history at the same frame share one History (its lags and stalls).
+    frames = widened(SCENARIOS[name].frames(40), 4)
+    facts = [frame_facts(f) for f in frames]
+    compared = 0
+    for end in range(4, len(frames) + 1, 5):
+        for start in sorted({0, max(0, end - 21), max(0, end - 9)}):
+            shared = History(facts[start:end], DEFAULT_THRESHOLDS)
+            # Windows of 1 poll (every card unknown), 3 and 8 polls, and the whole: each finds
+            # its own active cards, so its own lag over the shared history.
+            contexts = {0, max(0, end - start - 1), max(0, end - start - 3), end - start - 8}
+            for context in sorted(c for c in contexts if c >= 0):
+                alone = judged_alone(frames[start:end], context)
+                assert judge_prepared(
+                    frames[start:end], facts[start:end], context=context, history=shared
+                ) == alone, (start, end, context)
+                prepared = PreparedWindow(
+                    frames[start:end], facts[start:end], context=context, history=shared
+                )
+                for cid, verdict in alone.cards.items():  # type: ignore[attr-defined]
+                    assert prepared.card(cid) == verdict, (start, end, context, cid)
+                    compared += 1
+    assert compared > 0
+
+
+def test_a_frame_keeps_its_evidence_only_while_the_tie_is_the_same() -> None:
+    # Worker 11's trainer (10, on nvidia:0) shows up only from poll 15: a window of the first
+    # polls ties the worker to no card, a window reaching poll 15 ties it to nvidia:0 at every
+    # poll, the early ones included. The early frames' kept evidence must follow.
+    def frame(i: int) -> Frame:
+        procs = [
+            ProcessSample(pid=20, role="trainer", name="python", cpu_pct=30.0,
+                          card_ids=["nvidia:1"]),
+            ProcessSample(pid=21, role="dataloader_worker", name="pt_data_worker",
+                          cpu_pct=99.0, trainer_pid=20),
+            ProcessSample(pid=11, role="dataloader_worker", name="pt_data_worker",
+                          cpu_pct=99.0 if i < 15 else 20.0, trainer_pid=10,
+                          state="disk-sleep" if i < 15 else "running"),
+        ]
+        if i >= 15:
+            procs.append(ProcessSample(pid=10, role="trainer", name="python", cpu_pct=100.0,
+                                       card_ids=["nvidia:0"]))
+        cards = [
+            CardReading(vendor="nvidia", index=j, util_pct=30.0 + i % 3, power_w=120.0,
+                        power_cap_w=400.0, mem_used_mib=50000.0, mem_total_mib=80000.0)
+            for j in range(2)
+        ]
+        return Frame(t=float(i), seq=i, cards=cards, processes=procs)
+
+    frames = [frame(i) for i in range(30)]
+    facts = [frame_facts(f) for f in frames]
+    causes = set()
+    for start, end in ((0, 10), (0, 30), (5, 12), (0, 20), (2, 8), (10, 30)):
+        for context in (0, end - start - 3):
+            shared = judge_prepared(frames[start:end], facts[start:end], context=context)
+            assert shared == judged_alone(frames[start:end], context), (start, end, context)
+            causes.add(shared.cards["nvidia:0"].cause)
+    assert len(causes) > 1  # the tie did change what the early polls showed
+
+
+def test_a_frame_keeps_what_it_showed_of_a_stall_only_while_the_tie_is_the_same() -> None:
+    # nvidia:0 holds memory and runs nothing; its trainer 10 is idle. Worker 11 is pegged; its
+    # trainer 30 (also on nvidia:0) is seen only in the first 6 polls: a window reaching back
+    # to them ties the worker to the card (no stall), a later one does not (a stall so far).
+    def frame(i: int) -> Frame:
+        procs = [
+            ProcessSample(pid=10, role="trainer", name="python", cpu_pct=0.0,
+                          card_ids=["nvidia:0"]),
+            ProcessSample(pid=11, role="dataloader_worker", name="pt_data_worker",
+                          cpu_pct=99.0, trainer_pid=30),
+        ]
+        if i < 6:
+            procs.append(ProcessSample(pid=30, role="trainer", name="python", cpu_pct=0.0,
+                                       card_ids=["nvidia:0"]))
+        card = CardReading(vendor="nvidia", index=0, util_pct=0.0, power_w=90.0,
+                           power_cap_w=400.0, mem_used_mib=60000.0, mem_total_mib=80000.0)
+        return Frame(t=float(i), seq=i, cards=[card], processes=procs)
+
+    frames = [frame(i) for i in range(20)]
+    facts = [frame_facts(f) for f in frames]
+    seen = set()
+    for start in (12, 0, 5, 8):
+        for context in (0, 20 - start - 3):
+            shared = judge_prepared(frames[start:], facts[start:], context=context)
+            assert shared == judged_alone(frames[start:], context), (start, context)
+            seen.add(tuple(shared.cards["nvidia:0"].why))
+    assert len(seen) > 1  # the tie did change what the polls showed
+
+
 @pytest.mark.parametrize("ratio", [-0.5, 0.0, 0.6, 1.0, 1.5])
 @pytest.mark.parametrize("gap", [-10.0, 0.0, 35.0, 120.0])
 def test_card_by_card_equals_the_whole_judgement_with_odd_imbalance_lines(
@@ -99,7 +200,7 @@ def test_card_by_card_equals_the_whole_judgement_with_odd_imbalance_lines(
             assert judge_card_prepared(window, facts, cid, th) == verdict
 
 
-def test_verdicts_built_without_validation_are_valid_verdicts() -> None:
+def test_the_verdicts_built_by_the_rules_are_valid_verdicts() -> None:
     seen = 0
     for scenario in SCENARIOS.values():
         frames = scenario.frames(20)

@@ -134,6 +134,19 @@ def test_the_rank_waiting_on_data_is_the_straggler() -> None:
     assert assessment.job.kind == "imbalanced"
 
 
+def test_the_straggler_rank_also_lagging_in_utilisation_quotes_both() -> None:
+    # The measured straggler and an uneven utilisation at once: the probe names the rank,
+    # the utilisation lag is quoted after it (this raised AttributeError before).
+    cards = [card(0, util=95.0, power=350.0), card(1, util=30.0, power=120.0)]
+    probes = [[probe(3.0, i, pid=100, rank=0, card_id="nvidia:0"),
+               probe(45.0, i, pid=101, rank=1, card_id="nvidia:1")] for i in range(12)]
+    job = judge(window(cards, probes, n=12)).job
+    assert (job.kind, job.cause) == ("imbalanced", "straggler")
+    assert job.why[0].startswith("rank 1 (PID 101, nvidia:1) waits 45 %")
+    assert job.why[1] == ("nvidia:1 at 30 % while nvidia:0 run at 95 % (GPU-Util levels, "
+                          "the mean of the middle half)")
+
+
 def test_a_probe_that_stopped_publishing_is_not_evidence() -> None:
     stale = [[probe(60.0, 0).model_copy(update={"age_s": 30.0})] for _ in range(6)]
     assert judge(window([card()], stale)).cards["nvidia:0"].kind == "saturated"

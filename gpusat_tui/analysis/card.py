@@ -1,27 +1,30 @@
-"""The rules for one card: idle, fragmenting, saturated, starving (see `verdict` for the order).
+"""The rules for one card: idle, fragmenting, saturated, stalled, starving (see `verdict` for the
+order).
 
-`judge_card` reads one card's fresh readings in a window into `CardFigures` and `decide` applies
-the rules; the host evidence is asked for only when the card is starving. `light_figures` is the
-cheap subset the job's imbalance test reads of the other cards.
+`judge_card` reads one card's fresh readings in a window into `CardFigures` (`card_figures`) and
+`decide` applies the rules; the host evidence is asked for only when the card is starving, and
+how long it has been stalled only when it holds memory with nothing running.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.evidence import HostEvidence, Stall
-from gpusat_tui.analysis.facts import (
-    CardFacts,
-    FrameFacts,
-    clean_median,
-    clean_reversals,
-    clean_stats,
+from gpusat_tui.analysis.card_figures import (
+    CardFigures,
+    fresh_readings,
+    light_figures,
+    make_verdict,
+    unknown_verdict,
+    window_figures,
 )
+from gpusat_tui.analysis.causes import starving_cause
+from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
+from gpusat_tui.analysis.stall import Stall
 from gpusat_tui.analysis.thresholds import Thresholds
-from gpusat_tui.analysis.window import Stats, interval_s
+from gpusat_tui.analysis.window import interval_s
 from gpusat_tui.analysis.wording import (
     ALLOC_CONF_VARS,
     duration,
@@ -34,6 +37,8 @@ from gpusat_tui.analysis.wording import (
 )
 from gpusat_tui.model import UTIL_LABELS, Frame, Verdict
 
+# `CardFigures`, `light_figures`, `make_verdict` and `unknown_verdict` live in `card_figures`;
+# they are named here too, where they were imported from before.
 __all__ = [
     "CardFigures",
     "decide",
@@ -45,181 +50,11 @@ __all__ = [
 ]
 
 
-@dataclass
-class CardFigures:
-    """A card's figures over the window, and the sentences that quote them."""
-
-    card_id: str
-    vendor: str
-    label: str
-    n: int
-    util: Stats
-    mem_pct: Stats | None
-    mem_used: Stats | None
-    mem_total: float | None
-    power: Stats | None
-    cap: float | None
-    pfrac: Stats | None
-    mem_reversals: int
-    #: NVIDIA GPM SM / tensor-pipe activity over the window (None where not given).
-    sm_active: Stats | None = None
-    tensor: Stats | None = None
-    #: Limiting clock-event reason -> fresh readings it was active in, and how many fresh
-    #: readings had the reasons read at all (0: the tool gives none).
-    throttle: dict[str, int] | None = None
-    throttle_n: int = 0
-
-    def throttled(self, th: Thresholds) -> list[str]:
-        """Limiting reasons active in at least ``throttled_frac`` of the readings."""
-        if not self.throttle or not self.throttle_n:
-            return []
-        return [r for r, k in self.throttle.items() if k >= th.throttled_frac * self.throttle_n]
-
-    def throttle_line(self, th: Thresholds) -> str | None:
-        reasons = self.throttled(th)
-        if not reasons:
-            return None
-        counts = ", ".join(f"{r} in {self.throttle[r]}" for r in reasons)  # type: ignore[index]
-        return f"clocks held down ({counts} of {self.throttle_n} polls; clock-event reasons)"
-
-    def gpm_line(self) -> str | None:
-        if self.sm_active is None:
-            return None
-        line = f"SM activity (GPM) median {pct(self.sm_active.median)}"
-        if self.tensor is not None:
-            line += f", tensor-pipe activity {pct(self.tensor.median)}"
-        return line
-
-    def util_line(self, th: Thresholds) -> str:
-        u = self.util
-        shape = ""
-        if u.span >= th.swing_util_pct:
-            shape = f" swinging {u.min:.0f}–{u.max:.0f} %"
-        elif u.span >= 1:
-            shape = f" (range {u.min:.0f}–{u.max:.0f} %)"
-        elif u.n > 1:
-            shape = ", steady"
-        return f"{self.label} median {pct(u.median)}, mean {pct(u.mean)}{shape} over {u.n} samples"
-
-    def power_line(self) -> str:
-        if self.pfrac is not None and self.cap:
-            return (
-                f"power {pct(100 * self.pfrac.median)} of {self.cap:.0f} W cap"
-                + (f" ({self.power.median:.0f} W)" if self.power is not None else "")
-            )
-        if self.power is not None:
-            return f"power {self.power.median:.0f} W (no cap reported)"
-        return "no power figure"
-
-    def vram_line(self, th: Thresholds) -> str | None:
-        m = self.mem_pct
-        if m is None:
-            if self.mem_used is not None:
-                return f"VRAM {gib(self.mem_used.median)} used (no total reported)"
-            return None
-        size = ""
-        if self.mem_used is not None and self.mem_total:
-            size = f" ({gib(self.mem_used.median)} of {gib(self.mem_total)})"
-        shape = (
-            ", steady"
-            if m.span < th.steady_vram_pct
-            else f", moving {m.min:.0f}–{m.max:.0f} %"
-        )
-        return f"VRAM {pct(m.median)} used{size}{shape}"
-
-    def held(self, th: Thresholds) -> bool | None:
-        if self.mem_pct is not None:
-            return self.mem_pct.median >= th.held_vram_pct
-        if self.mem_used is not None:
-            return self.mem_used.median >= th.held_vram_mib
-        return None
-
-
-def _confidence(base: float, n: int) -> float:
-    """Less data, less confidence: full confidence from 10 samples."""
-    return round(max(0.0, min(1.0, base * min(1.0, 0.5 + n / 20))), 2)
-
-
-# Verdicts are built without pydantic validation (``model_construct``): every card of every
-# judged window gets one, on every poll, and validating them was a fifth of the tracker's
-# cost. What goes in is built right here (a known kind, lists of str, a float), so validation
-# could not change or reject anything; the objects compare equal to validated ones.
-
-
-def make_verdict(kind: str, cause: str | None, why: list[str], advice: list[str], conf: float,
-             n: int) -> Verdict:
-    return Verdict.model_construct(
-        kind=kind,  # type: ignore[arg-type]
-        cause=cause,
-        why=[w for w in why if w],
-        advice=advice,
-        confidence=_confidence(conf, n),
-    )
-
-
-def unknown_verdict(why: list[str], advice: list[str]) -> Verdict:
-    return Verdict.model_construct(kind="unknown", why=why, advice=advice, confidence=0.0)
-
-
-def _throttle_counts(fresh: Sequence[CardFacts]) -> tuple[dict[str, int] | None, int]:
-    counts: dict[str, int] = {}
-    n = 0
-    for c in fresh:
-        if c.throttle is None:
-            continue
-        n += 1
-        for reason in c.throttle:
-            counts[reason] = counts.get(reason, 0) + 1
-    return (counts if n else None), n
-
-
-def _readings(
-    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
-) -> tuple[list[CardFacts], list[CardFacts], str, Thresholds]:
-    """(every reading, the fresh ones, vendor, its thresholds) of one card in the window."""
-    # One reading per frame that has the card (the first, as `card_readings` takes it).
-    everything = [ff.cards[card_id] for ff in facts if card_id in ff.cards]
-    fresh = [c for c in everything if c.fresh]
-    vendor = str(getattr(everything[-1].card, "vendor", "")) if everything else ""
-    return everything, fresh, vendor, thresholds.for_vendor(vendor)
-
-
-def light_figures(
-    facts: Sequence[FrameFacts], card_id: str, thresholds: Thresholds
-) -> tuple[CardFigures | None, Thresholds]:
-    """Only the figures that decide whether a card is unknown (None), idle, and how busy it is
-    (what `judge_job` reads of the other cards): `judge_card_prepared` needs no more."""
-    _, fresh, vendor, th = _readings(facts, card_id, thresholds)
-    if len(fresh) < th.min_samples:
-        return None, th
-    util = clean_stats(c.util for c in fresh)
-    if util is None or util.n < th.min_samples:
-        return None, th
-    mem_pct = clean_stats(c.mem_pct for c in fresh)
-    figs = CardFigures(
-        card_id=card_id,
-        vendor=vendor,
-        label=UTIL_LABELS.get(vendor, "util"),
-        n=len(fresh),
-        util=util,
-        mem_pct=mem_pct,
-        # `held` reads the used MiB only when there is no percentage.
-        mem_used=clean_stats(c.mem_used for c in fresh) if mem_pct is None else None,
-        mem_total=None,
-        power=None,
-        cap=None,
-        pfrac=clean_stats(c.pfrac for c in fresh),
-        mem_reversals=0,
-    )
-    figs.throttle, figs.throttle_n = _throttle_counts(fresh)
-    return figs, th
-
-
 def is_idle(f: CardFigures, th: Thresholds) -> bool:
     """Whether `decide` says ``idle`` (its step 1, the same two tests)."""
     u = f.util
     held = f.held(th)
-    pfrac = f.pfrac.median if f.pfrac is not None else None
+    pfrac = f.pfrac
     near_floor = pfrac is not None and pfrac < th.idle_power_frac
     if held is False and (u.median <= th.idle_util_pct or near_floor):
         return True
@@ -234,11 +69,13 @@ def judge_card(
     evidence: Callable[[str], HostEvidence],
     stall: Callable[[str, Thresholds], Stall | None] | None = None,
     measured: Callable[[str], Measured | None] | None = None,
+    fresh_maps: Sequence[dict[str, CardFacts]] | None = None,
 ) -> tuple[Verdict, CardFigures | None]:
     """The card's verdict in the window, and its figures (None when it is unknown).
     ``stall(card_id, th)`` gives how long the card has been stalled, looking back beyond the
-    window where the caller has the history (see `verdict.judge_prepared`)."""
-    everything, fresh, vendor, th = _readings(facts, card_id, thresholds)
+    window where the caller has the history (see `verdict.judge_prepared`); ``fresh_maps`` as
+    for `card_figures.fresh_readings`."""
+    fresh, vendor, th = fresh_readings(facts, card_id, thresholds, fresh_maps)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
     if n < th.min_samples:
@@ -246,7 +83,10 @@ def judge_card(
         step = interval_s(frames)
         if step:
             why[0] += f" (about {th.min_samples * step:.0f} s at this poll interval)"
-        stale = [c.stale_s for c in everything if not c.fresh]
+        stale = [
+            c.stale_s for ff in facts
+            if (c := ff.cards.get(card_id)) is not None and not c.fresh
+        ]
         if stale:
             oldest = max((s for s in stale if s is not None), default=None)
             why.append(
@@ -259,45 +99,14 @@ def judge_card(
             advice.append("The tool is failing: see the errors in the status line")
         return unknown_verdict(why, advice), None
 
-    util = clean_stats(c.util for c in fresh)
-    if util is None or util.n < th.min_samples:
-        got = util.n if util else 0
+    figs, with_util = window_figures(fresh, card_id, vendor, th)
+    if figs is None:
         why = [
-            f"{label} given in {got} of {n} fresh samples of {card_id}; "
+            f"{label} given in {with_util} of {n} fresh samples of {card_id}; "
             f"need at least {th.min_samples}"
         ]
         advice = ["Check the tool errors; another tool may report it (--tool)"]
         return unknown_verdict(why, advice), None
-
-    # One pass over the readings for every other column (not one generator per figure).
-    _, mem_pcts, mem_used, mem_totals, powers, caps, pfracs = zip(
-        *[(None, c.mem_pct, c.mem_used, c.mem_total, c.power, c.cap, c.pfrac) for c in fresh],
-        strict=True,
-    )
-    mem_pct = clean_stats(mem_pcts)
-    mem_total = clean_median(mem_totals)
-    cap = clean_median(caps)
-    figs = CardFigures(
-        card_id=card_id,
-        vendor=vendor,
-        label=label,
-        n=n,
-        util=util,
-        mem_pct=mem_pct,
-        mem_used=clean_stats(mem_used),
-        mem_total=mem_total,
-        power=clean_stats(powers),
-        cap=cap if cap is not None and cap > 0 else None,
-        pfrac=clean_stats(pfracs),
-        mem_reversals=clean_reversals(mem_pcts, 0.5),
-    )
-    if any(c.sm_active is not None for c in fresh):
-        sm = clean_stats(c.sm_active for c in fresh)
-        # GPM figures need two samples: judged on them only with enough of them.
-        if sm is not None and sm.n >= th.min_samples:
-            figs.sm_active = sm
-            figs.tensor = clean_stats(c.tensor_active for c in fresh)
-    figs.throttle, figs.throttle_n = _throttle_counts(fresh)
     stalled = (lambda: stall(card_id, th)) if stall is not None else None
     meas = measured(card_id) if measured is not None else None
     return decide(figs, th, lambda: evidence(card_id), stalled, meas), figs
@@ -341,7 +150,7 @@ def _decide(
 ) -> Verdict:
     u = f.util
     held = f.held(th)
-    pfrac = f.pfrac.median if f.pfrac is not None else None
+    pfrac = f.pfrac
     util_line = f.util_line(th)
     power_line = f.power_line()
     vram_line = f.vram_line(th)

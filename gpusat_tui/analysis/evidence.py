@@ -2,21 +2,38 @@
 
 `ProcessTie` ties processes to cards (through ``ProcessSample.card_ids``; a worker inherits its
 trainer's cards; without any card ids every process serves every card) and groups cards into
-jobs. `host_evidence` summarises the tied processes and the host over the window (medians
-across polls) into a `HostEvidence`; `EvidenceCache` computes it on demand, once per distinct
-set of tied processes, so a window of saturated cards never computes it at all.
+jobs. `host_evidence` summarises the tied processes and the host over the window (each poll's
+figures, `PollEvidence`, folded into medians across polls) into a `HostEvidence`;
+`EvidenceCache` computes it on demand (once for every card when no process names cards), so a
+window of saturated cards never computes it at all, and each frame keeps its poll's figures
+while the tie is the same. The stall rule's evidence is `stall`'s.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from gpusat_tui.analysis.facts import FrameFacts, ProcFacts
-from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
 
-__all__ = ["EvidenceCache", "HostEvidence", "ProcessTie", "Stall", "host_evidence", "stall_run"]
+# `Stall` and `stall_run` live in `stall`; they are named here too, where they were imported
+# from before.
+from gpusat_tui.analysis.stall import Stall, stall_run
+
+__all__ = [
+    "EvidenceCache",
+    "HostEvidence",
+    "PollEvidence",
+    "ProcessTie",
+    "Stall",
+    "fold_evidence",
+    "host_evidence",
+    "poll_evidence",
+    "stall_run",
+]
 
 
 class ProcessTie:
@@ -25,13 +42,28 @@ class ProcessTie:
     def __init__(self, facts: Sequence[FrameFacts]) -> None:
         self.trainer_cards: dict[object, set[str]] = {}
         self.any_card_ids = False
+        last: object = None
         for ff in facts:
-            for proc in ff.procs:
-                if proc.card_ids:
-                    self.any_card_ids = True
-                    if proc.is_trainer:
-                        self.trainer_cards.setdefault(proc.pid, set()).update(proc.card_ids)
+            if ff.any_card_ids:
+                self.any_card_ids = True
+            if ff.trainer_cards is last or ff.trainer_cards == last:
+                continue  # the same trainers as the poll before (most polls): nothing new
+            last = ff.trainer_cards
+            for pid, card_ids in ff.trainer_cards:
+                self.trainer_cards.setdefault(pid, set()).update(card_ids)
         self._tied_sets: dict[tuple[tuple[str, ...], bool, object], frozenset[str]] = {}
+        self._signature: object = None
+
+    @property
+    def signature(self) -> object:
+        """Everything `tied_cards` depends on: two ties with equal signatures tie every process
+        to the same cards (what lets a frame keep its per-card evidence between windows)."""
+        if self._signature is None:
+            self._signature = _interned((
+                self.any_card_ids,
+                frozenset((pid, frozenset(cards)) for pid, cards in self.trainer_cards.items()),
+            ))
+        return self._signature
 
     def tied_cards(self, proc: ProcFacts) -> frozenset[str]:
         """The cards ``proc`` is evidence for (only meaningful when ``any_card_ids``)."""
@@ -68,36 +100,50 @@ class ProcessTie:
         return list(groups.values()), "cards grouped by the trainer process that drives them"
 
 
+@functools.lru_cache(maxsize=64)
+def _interned(signature: tuple[bool, frozenset[object]]) -> tuple[bool, frozenset[object]]:
+    """One object for equal signatures (the first seen), so that a frame's kept evidence is
+    matched by identity, not by comparing the trainers again at every poll of every window.
+    Bounded: a job's trainers change rarely."""
+    return signature
+
+
 class EvidenceCache:
     """Host evidence of one window, computed on demand and shared between cards.
 
     The evidence depends on the card only through which processes are tied to it: without card
-    ids every process serves every card (one computation for all cards), and with them cards
-    tied to the same processes share one. Only a ``starving`` verdict reads it, so a window of
-    saturated cards never computes it at all.
+    ids every process serves every card (one computation for all cards). Only a ``starving``
+    verdict reads it, so a window of saturated cards never computes it at all. Each frame keeps
+    its own part (`PollEvidence`, in `FrameFacts.memo`) while the tie is the same, so the
+    tracker, which judges windows of the same frames on every poll, summarises each poll once.
     """
 
     def __init__(self, facts: Sequence[FrameFacts], tie: ProcessTie) -> None:
         self._facts = facts
         self._tie = tie
-        self._tied: list[list[frozenset[str]]] | None = None
-        self._distinct: list[frozenset[str]] = []
-        self._by_key: dict[object, HostEvidence] = {}
+        self._by_card: dict[str | None, HostEvidence] = {}
 
     def __call__(self, card_id: str) -> HostEvidence:
-        if not self._tie.any_card_ids:
-            key: object = None
-            tied_sets = None
-        else:
-            if self._tied is None:
-                self._tied = [[self._tie.tied_cards(p) for p in ff.procs] for ff in self._facts]
-                self._distinct = list({s for sets in self._tied for s in sets})
-            # Cards in the same distinct tie sets are tied to exactly the same processes.
-            key = frozenset(i for i, s in enumerate(self._distinct) if card_id in s)
-            tied_sets = self._tied
-        found = self._by_key.get(key)
+        tie = self._tie
+        key = card_id if tie.any_card_ids else None
+        found = self._by_card.get(key)
         if found is None:
-            found = self._by_key[key] = host_evidence(self._facts, card_id, tied_sets)
+            signature = tie.signature
+            memo_key = ("evidence", key)
+            polls: list[PollEvidence] = []
+            for ff in self._facts:
+                kept = ff.memo.get(memo_key)
+                if kept is not None and (kept[0] is signature or kept[0] == signature):
+                    polls.append(kept[1])
+                    continue
+                tied = (
+                    [p for p in ff.procs if card_id in tie.tied_cards(p)]
+                    if tie.any_card_ids else ff.procs
+                )
+                poll = poll_evidence(ff.procs, tied)
+                ff.memo[memo_key] = (signature, poll)
+                polls.append(poll)
+            found = self._by_card[key] = fold_evidence(self._facts, polls)
         return found
 
 
@@ -129,8 +175,92 @@ class HostEvidence:
         return self.n_process_samples > 0
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
+class PollEvidence(NamedTuple):
+    """One poll's figures of the processes tied to one card (`host_evidence` folds them)."""
+
+    n_tied: int
+    #: Processes were seen at this poll, none of them tied to the card.
+    foreign: bool
+    trainer_cpu: float | None
+    pin_cpu: float | None
+    trainer_delay: float | None
+    n_workers: int
+    #: Median and sum of the workers' CPU, medians of their run delay and demand.
+    worker_cpu: float | None
+    worker_sum: float | None
+    worker_delay: float | None
+    worker_demand: float | None
+    #: Processes with a state, and how many of them in disk-sleep.
+    states: int
+    d_states: int
+
+
+def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
+    """The figures of one poll's ``tied`` processes (``procs``: every process of the poll)."""
+    t_cpu = [p.cpu for p in tied if p.is_trainer and p.cpu is not None]
+    pins = [p.pin for p in tied if p.is_trainer and p.pin is not None]
+    t_delay = [p.run_delay for p in tied if p.is_trainer and p.run_delay is not None]
+    n_workers = 0
+    states = 0
+    d_states = 0
+    w_cpu: list[float] = []
+    w_delay: list[float] = []
+    w_demand: list[float] = []
+    for p in tied:
+        if p.is_worker:
+            n_workers += 1
+            if p.cpu is not None:
+                w_cpu.append(p.cpu)
+                if p.run_delay is not None:
+                    w_delay.append(p.run_delay)
+                    w_demand.append(p.cpu + p.run_delay)
+        if p.state is not None:
+            states += 1
+            d_states += p.state == "disk-sleep"
+    return PollEvidence(
+        n_tied=len(tied),
+        foreign=bool(procs) and not tied,
+        trainer_cpu=max(t_cpu) if t_cpu else None,
+        pin_cpu=max(pins) if pins else None,
+        trainer_delay=max(t_delay) if t_delay else None,
+        n_workers=n_workers,
+        worker_cpu=statistics.median(w_cpu) if w_cpu else None,
+        worker_sum=sum(w_cpu) if w_cpu else None,
+        worker_delay=statistics.median(w_delay) if w_delay else None,
+        worker_demand=statistics.median(w_demand) if w_delay else None,
+        states=states,
+        d_states=d_states,
+    )
+
+
+def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) -> HostEvidence:
+    """The window's `HostEvidence` from each poll's figures (``polls[i]`` of ``facts[i]``):
+    medians across polls, host figures from the frames."""
+    ev = HostEvidence()
+    if polls:
+        (
+            n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
+            worker_sum, worker_delay, worker_demand, states, d_states,
+        ) = zip(*polls, strict=True)
+        ev.n_process_samples = sum(n_tied)
+        ev.foreign_processes = any(foreign)
+        ev.trainer_cpu = clean_median(trainer_cpu)
+        ev.pin_cpu = clean_median(pin_cpu)
+        counts = [n for n in n_workers if n]
+        ev.n_workers = round(statistics.median(counts)) if counts else 0
+        ev.worker_cpu = clean_median(worker_cpu)
+        ev.worker_sum = clean_median(worker_sum)
+        ev.dstate_frac = sum(d_states) / sum(states) if sum(states) else None
+        ev.worker_delay = clean_median(worker_delay)
+        ev.worker_demand = clean_median(worker_demand)
+        ev.trainer_delay = clean_median(trainer_delay)
+    for ff in reversed(facts):
+        if ff.cpu_count is not None:
+            ev.cpu_count = ff.cpu_count
+            break
+    ev.iowait = clean_median([ff.iowait for ff in facts])
+    ev.host_cpu = clean_median([ff.host_cpu for ff in facts])
+    return ev
 
 
 def host_evidence(
@@ -140,188 +270,12 @@ def host_evidence(
 ) -> HostEvidence:
     """``tied_sets[i][j]``: the cards process j of frame i serves; None: every process serves
     every card (no card ids anywhere in the window)."""
-    ev = HostEvidence()
-    trainer_cpus: list[float] = []
-    pin_cpus: list[float] = []
-    worker_counts: list[int] = []
-    worker_meds: list[float] = []
-    worker_sums: list[float] = []
-    d_states = 0
-    states = 0
-    iowaits: list[float] = []
-    host_cpus: list[float] = []
-    worker_delays: list[float] = []
-    worker_demands: list[float] = []
-    trainer_delays: list[float] = []
+    polls = []
     for i, ff in enumerate(facts):
         procs = ff.procs
         if tied_sets is None:
             tied: Sequence[ProcFacts] = procs
         else:
             tied = [p for p, s in zip(procs, tied_sets[i], strict=True) if card_id in s]
-        if procs and not tied:
-            ev.foreign_processes = True
-        ev.n_process_samples += len(tied)
-        t_cpu = [p.cpu for p in tied if p.is_trainer and p.cpu is not None]
-        if t_cpu:
-            trainer_cpus.append(max(t_cpu))
-        pins = [p.pin for p in tied if p.is_trainer and p.pin is not None]
-        if pins:
-            pin_cpus.append(max(pins))
-        t_delay = [p.run_delay for p in tied if p.is_trainer and p.run_delay is not None]
-        if t_delay:
-            trainer_delays.append(max(t_delay))
-        n_workers = 0
-        w_cpu: list[float] = []
-        w_delay: list[float] = []
-        w_demand: list[float] = []
-        for p in tied:
-            if p.is_worker:
-                n_workers += 1
-                if p.cpu is not None:
-                    w_cpu.append(p.cpu)
-                    if p.run_delay is not None:
-                        w_delay.append(p.run_delay)
-                        w_demand.append(p.cpu + p.run_delay)
-            if p.state is not None:
-                states += 1
-                d_states += p.state == "disk-sleep"
-        if n_workers:
-            worker_counts.append(n_workers)
-        if w_cpu:
-            worker_meds.append(statistics.median(w_cpu))
-            worker_sums.append(sum(w_cpu))
-        if w_delay:
-            worker_delays.append(statistics.median(w_delay))
-            worker_demands.append(statistics.median(w_demand))
-        if ff.iowait is not None:
-            iowaits.append(ff.iowait)
-        if ff.host_cpu is not None:
-            host_cpus.append(ff.host_cpu)
-        if ff.cpu_count is not None:
-            ev.cpu_count = ff.cpu_count
-    ev.trainer_cpu = _median(trainer_cpus)
-    ev.pin_cpu = _median(pin_cpus)
-    ev.n_workers = round(statistics.median(worker_counts)) if worker_counts else 0
-    ev.worker_cpu = _median(worker_meds)
-    ev.worker_sum = _median(worker_sums)
-    ev.dstate_frac = d_states / states if states else None
-    ev.iowait = _median(iowaits)
-    ev.host_cpu = _median(host_cpus)
-    ev.worker_delay = _median(worker_delays)
-    ev.worker_demand = _median(worker_demands)
-    ev.trainer_delay = _median(trainer_delays)
-    return ev
-
-
-@dataclass(frozen=True)
-class Stall:
-    """How long a card has held its memory with nothing running on it or on its host side."""
-
-    #: Seconds from the first to the last poll of the stall (the latest fresh reading).
-    seconds: float
-    #: The stall reaches back to the first reading in the history given: it may be longer.
-    open_start: bool
-    polls: int
-    mem_pct: float | None
-    #: Trainer PIDs tied to the card during the stall (for ``py-spy dump --pid``).
-    trainer_pids: tuple[object, ...]
-    n_workers: int
-    #: Highest CPU % of any tied process during the stall.
-    max_cpu: float
-    #: psutil states seen on the trainer(s) ("stopped": a paused process).
-    trainer_states: tuple[str, ...]
-    iowait: float | None
-
-
-def _stalled_poll(
-    ff: FrameFacts, card_id: str, tie: ProcessTie, th: Thresholds
-) -> tuple[list[ProcFacts], float] | None:
-    """The tied processes and their highest CPU % when this poll shows no work anywhere."""
-    reading = ff.cards[card_id]
-    if reading.util is None or reading.util > th.idle_util_pct:
-        return None
-    if reading.mem_pct is not None:
-        if reading.mem_pct < th.held_vram_pct:
-            return None
-    elif reading.mem_used is None or reading.mem_used < th.held_vram_mib:
-        return None
-    if ff.iowait is not None and ff.iowait >= th.iowait_high_pct:
-        return None
-    if tie.any_card_ids:
-        tied = [p for p in ff.procs if card_id in tie.tied_cards(p)]
-    else:
-        tied = list(ff.procs)
-    figures = [p.cpu for p in tied if p.cpu is not None]
-    figures += [p.pin for p in tied if p.pin is not None]
-    if not figures or not any(p.is_trainer for p in tied):
-        return None  # no process evidence: a stall cannot be told from waiting for input
-    # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
-    if max(figures) > 3 * th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
-        return None
-    return tied, max(figures)
-
-
-def stall_run(
-    facts: Sequence[FrameFacts], card_id: str, tie: ProcessTie, th: Thresholds
-) -> Stall | None:
-    """The stall that ends at the card's latest fresh reading, however short; None if that
-    reading shows work (or no evidence). ``th`` are the card's (vendor) thresholds."""
-    last_t: float | None = None
-    first_t: float | None = None
-    polls = 0
-    trainers: dict[object, None] = {}
-    states: dict[str, None] = {}
-    workers = 0
-    max_cpu = 0.0
-    mems: list[float] = []
-    iowaits: list[float] = []
-    reached_first = True
-    blip = False
-    for ff in reversed(facts):
-        reading = ff.cards.get(card_id)
-        if reading is None or not reading.fresh:
-            continue
-        found = _stalled_poll(ff, card_id, tie, th)
-        if found is None or ff.t is None:
-            reached_first = False
-            break
-        tied, cpu = found
-        # One poll a little above the line (a timer thread, a log flush, CPU time counted in
-        # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
-        # poll, do.
-        if cpu > th.stall_cpu_pct:
-            if blip or last_t is None:
-                reached_first = False
-                break
-            blip = True
-        else:
-            blip = False
-        if last_t is None:
-            last_t = ff.t
-        first_t = ff.t
-        polls += 1
-        max_cpu = max(max_cpu, cpu)
-        workers = max(workers, sum(p.is_worker for p in tied))
-        for p in tied:
-            if p.is_trainer:
-                trainers.setdefault(p.pid, None)
-                if p.state:
-                    states.setdefault(p.state, None)
-        if reading.mem_pct is not None:
-            mems.append(reading.mem_pct)
-        if ff.iowait is not None:
-            iowaits.append(ff.iowait)
-    if last_t is None or first_t is None:
-        return None
-    return Stall(
-        seconds=max(0.0, last_t - first_t),
-        open_start=reached_first,
-        polls=polls,
-        mem_pct=_median(mems),
-        trainer_pids=tuple(trainers),
-        n_workers=workers,
-        max_cpu=max_cpu,
-        trainer_states=tuple(states),
-        iowait=_median(iowaits),
-    )
+        polls.append(poll_evidence(procs, tied))
+    return fold_evidence(facts, polls)

@@ -7,9 +7,11 @@ Judging re-reads the same frames on every poll, so each frame's figures are clea
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
@@ -24,6 +26,7 @@ __all__ = [
     "clean_reversals",
     "clean_stats",
     "frame_facts",
+    "sorted_figures",
 ]
 
 
@@ -32,13 +35,17 @@ def _processes(frame: Frame) -> list[ProcessSample]:
     return list(procs) if isinstance(procs, list | tuple) else []
 
 
-def _card_ids_of(proc: ProcessSample) -> list[str]:
+def _card_ids_of(proc: ProcessSample) -> tuple[str, ...]:
     ids = getattr(proc, "card_ids", None)
-    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list | tuple) else []
+    if not ids or not isinstance(ids, list | tuple):
+        return ()  # most processes (the workers) name no card
+    return tuple(i for i in ids if isinstance(i, str))
 
 
 def _hashable(value: object) -> object:
     """``value`` if it can be a dict key, else None (objects built without validation)."""
+    if value is None or type(value) is int:
+        return value  # a validated PID
     try:
         hash(value)
     except TypeError:
@@ -46,9 +53,9 @@ def _hashable(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class ProcFacts:
-    """The figures of one ProcessSample the verdict reads, taken once per frame."""
+class ProcFacts(NamedTuple):
+    """The figures of one ProcessSample the verdict reads, taken once per frame (a named
+    tuple: a frame of many processes builds one per process on every poll, cheaply)."""
 
     pid: object
     is_trainer: bool
@@ -63,10 +70,12 @@ class ProcFacts:
     run_delay: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CardFacts:
+class CardFacts(NamedTuple):
     """One card reading's figures as the verdict reads them: each already cleaned (`num`, or
-    a percentage capped at 100), so the window's statistics need no second pass."""
+    a percentage capped at 100), so the window's statistics need no second pass.
+
+    A named tuple, so that ``zip(*readings)`` gives a window's columns in one call
+    (`card.judge_card`)."""
 
     card: object
     fresh: bool
@@ -105,15 +114,17 @@ def card_facts(card: object) -> CardFacts:
     stale = getattr(card, "stale_s", None)
     power = num(getattr(card, "power_w", None))
     cap = num(getattr(card, "power_cap_w", None))
+    used = num(getattr(card, "mem_used_mib", None))
+    total = num(getattr(card, "mem_total_mib", None))
     sm_active, tensor_active, throttle = _extras_facts(card)
     return CardFacts(
         card=card,
         fresh=stale is None,
         stale_s=num(stale),
         util=pct_or_none(getattr(card, "util_pct", None)),
-        mem_pct=mem_pct_of(card),
-        mem_used=num(getattr(card, "mem_used_mib", None)),
-        mem_total=num(getattr(card, "mem_total_mib", None)),
+        mem_pct=_mem_pct(card, used, total),
+        mem_used=used,
+        mem_total=total,
         power=power,
         cap=cap,
         pfrac=num(power / cap) if power is not None and cap else None,
@@ -123,33 +134,45 @@ def card_facts(card: object) -> CardFacts:
     )
 
 
+def sorted_figures(values: Sequence[float | None]) -> list[float]:
+    """The figures of ``values`` (None: missing), in ascending order. One sort where none is
+    missing (most series): a None makes that sort fail, since None and a float do not
+    compare, and only then are the figures picked out first (cheaper than looking for a None
+    in every series). A series that starts with a None (often one the tool never gives) is
+    filtered first, without the failed sort."""
+    if values and values[0] is None:
+        return sorted([v for v in values if v is not None])
+    try:
+        return sorted(values)  # type: ignore[type-var]
+    except TypeError:
+        return sorted([v for v in values if v is not None])
+
+
 def clean_stats(values: Iterable[float | None]) -> Stats | None:
     """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
-    items = list(values)
-    present = [v for v in items if v is not None]
-    n = len(present)
+    items = values if isinstance(values, list | tuple) else list(values)
+    # The sort gives the median (as `statistics.median` computes it), the min (the first of
+    # equal ones, as `min` picks: the sort is stable), the sum (`fsum` is exact in any order)
+    # and the max, except where the top is zero: `max` picks the first of equal ones (0.0
+    # before -0.0), which the sorted list's end would not.
+    ordered = sorted_figures(items)
+    n = len(ordered)
     if not n:
         return None
-    # One sort gives the median (as `statistics.median` computes it) and the min (the first
-    # of equal ones, as `min` picks: the sort is stable); `max` picks the first of equal ones
-    # too (0.0 before -0.0), which the sorted list's end would not.
-    ordered = sorted(present)
     mid = n // 2
     median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    return Stats(
-        n=n,
-        missing=len(items) - n,
-        mean=math.fsum(present) / n,
-        median=median,
-        min=ordered[0],
-        max=max(present),
-        last=present[-1],
-    )
+    top = ordered[-1]
+    if not top:
+        top = max(v for v in items if v is not None)
+    last = items[-1]
+    if last is None:
+        last = next(v for v in reversed(items) if v is not None)
+    return Stats(n, len(items) - n, math.fsum(ordered) / n, median, ordered[0], top, last)
 
 
 def clean_median(values: Iterable[float | None]) -> float | None:
     """The median of `clean_stats`, alone (for figures of which only the median is read)."""
-    present = sorted(v for v in values if v is not None)
+    present = sorted_figures(values if isinstance(values, list | tuple) else list(values))
     n = len(present)
     if not n:
         return None
@@ -196,6 +219,30 @@ class FrameFacts:
     t: float | None = None
     #: What the probes in the trainers measured (issue 12); empty without a probe.
     probes: tuple[ProbeFacts, ...] = ()
+    #: (pid, card ids) of each trainer that names its cards, in process order, and whether
+    #: any process names cards: what `evidence.ProcessTie` folds over a window.
+    trainer_cards: tuple[tuple[object, tuple[str, ...]], ...] = ()
+    any_card_ids: bool = False
+    #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
+    #: the statistics of a window read.
+    fresh: dict[str, CardFacts] = field(default_factory=dict)
+    #: The utilisation of each fresh reading (None where the tool gave none).
+    fresh_util: dict[str, float | None] = field(default_factory=dict)
+    #: (card id, fresh) of every reading in frame order, a card listed twice included: what
+    #: the tracker counts to find each card's recent window.
+    readings: tuple[tuple[str, bool], ...] = ()
+    #: Whether any fresh reading names a limiting clock-event reason (NVIDIA's tools only).
+    any_throttle: bool = False
+    #: Figures derived from this frame alone that a window reads again on every poll (the
+    #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
+    #: bounded by the cards in the frame's windows; it goes with the frame.
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+
+
+assert ProcFacts._fields == (
+    "pid", "is_trainer", "is_worker", "trainer_pid", "card_ids", "cpu", "pin", "state",
+    "run_delay",
+), "frame_facts builds ProcFacts positionally, in this order"
 
 
 def frame_facts(frame: Frame) -> FrameFacts:
@@ -209,17 +256,19 @@ def frame_facts(frame: Frame) -> FrameFacts:
     for proc in _processes(frame):
         role = getattr(proc, "role", None)
         state = getattr(proc, "state", None)
+        # Positional (in `ProcFacts` order): a named tuple's keywords cost a third more, for
+        # every process of every poll.
         procs.append(
             ProcFacts(
-                pid=_hashable(getattr(proc, "pid", -1)),
-                is_trainer=bool(role == "trainer"),
-                is_worker=bool(role == "dataloader_worker"),
-                trainer_pid=_hashable(getattr(proc, "trainer_pid", None)),
-                card_ids=tuple(_card_ids_of(proc)),
-                cpu=num(getattr(proc, "cpu_pct", None)),
-                pin=num(getattr(proc, "pin_cpu_pct", None)),
-                state=state if isinstance(state, str) else None,
-                run_delay=num(getattr(proc, "run_delay_pct", None)),
+                _hashable(getattr(proc, "pid", -1)),  # pid
+                bool(role == "trainer"),  # is_trainer
+                bool(role == "dataloader_worker"),  # is_worker
+                _hashable(getattr(proc, "trainer_pid", None)),  # trainer_pid
+                _card_ids_of(proc),  # card_ids
+                num(getattr(proc, "cpu_pct", None)),  # cpu
+                num(getattr(proc, "pin_cpu_pct", None)),  # pin
+                state if isinstance(state, str) else None,  # state
+                num(getattr(proc, "run_delay_pct", None)),  # run_delay
             )
         )
     iowait = host_cpu = None
@@ -232,8 +281,36 @@ def frame_facts(frame: Frame) -> FrameFacts:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             cpu_count = count
     t = num(getattr(frame, "t", None))
+    trainer_cards = _interned(
+        tuple((p.pid, p.card_ids) for p in procs if p.is_trainer and p.card_ids)
+    )
+    fresh = {cid: c for cid, c in cards.items() if c.fresh}
     return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
-                      probes=probe_facts(frame))
+                      probes=probe_facts(frame), trainer_cards=trainer_cards,
+                      any_card_ids=any(p.card_ids for p in procs),
+                      fresh=fresh,
+                      fresh_util={cid: c.util for cid, c in fresh.items()},
+                      readings=_readings(frame),
+                      any_throttle=any(c.throttle for c in fresh.values()))
+
+
+@functools.lru_cache(maxsize=64)
+def _interned(trainers: tuple[tuple[object, tuple[str, ...]], ...]) -> tuple[
+    tuple[object, tuple[str, ...]], ...
+]:
+    """One object for the same trainers in every frame (the first seen), so that a window's
+    tie sees at a glance (by identity) that a poll names the trainers of the poll before.
+    Bounded: a job's trainers change rarely."""
+    return trainers
+
+
+def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:
+    out = []
+    for card in getattr(frame, "cards", None) or ():
+        cid = _card_id(card)
+        if cid is not None:
+            out.append((cid, getattr(card, "stale_s", None) is None))
+    return tuple(out)
 
 
 def pct_or_none(value: object) -> float | None:
@@ -244,9 +321,14 @@ def pct_or_none(value: object) -> float | None:
 
 def mem_pct_of(card: object) -> float | None:
     """VRAM % as given, or from used/total (objects built without validation lack it)."""
+    return _mem_pct(
+        card, num(getattr(card, "mem_used_mib", None)), num(getattr(card, "mem_total_mib", None))
+    )
+
+
+def _mem_pct(card: object, used: float | None, total: float | None) -> float | None:
+    """`mem_pct_of` with the used and total MiB already read."""
     given = pct_or_none(getattr(card, "mem_pct", None))
     if given is not None:
         return given
-    used = num(getattr(card, "mem_used_mib", None))
-    total = num(getattr(card, "mem_total_mib", None))
     return pct_or_none(100.0 * used / total) if used is not None and total else None

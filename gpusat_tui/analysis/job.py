@@ -1,49 +1,28 @@
 """The rules for the job: is one card of a job holding the others back (``imbalanced``)? Else a
 summary of the cards (the most severe kind, in `SEVERITY` order).
 
-Imbalance is a **persistent** difference in level between cards of one job, judged over the
-history the caller gives (the tracker gives the last ``Thresholds.history_s``; `judge` the
-whole window), never over one instant:
-
-* a card's level is the mean of the middle half of its figures over the history (robust to
-  a spike, and steady on a card that alternates between 0 and 100 %); a candidate sits at
-  most ``imbalance_ratio`` of the leader's level and ``imbalance_gap_pct`` points below it;
-* the gap must hold in each third of the history (the candidate's level in that stretch
-  against the median of the others' levels there), so two cards that swing out of phase,
-  each in turn above the other, are never uneven;
-* when any card of the group swings, at least ``imbalance_swing_min_s`` of history is needed:
-  a few polls of swinging cards always look uneven.
-
-Two patterns are looked for, on two figures:
-
-1. **a card that lags** (utilisation): it is the straggler (typically its own input pipeline);
-2. **a collective wait** (SM activity from GPM where every card of the group has it, which is
-   measured; else power share of cap, from which work is inferred): cards that read busy at
-   a low level beside a busy peer at a high one. A rank waiting for a peer spins in an
-   all-reduce kernel (a duty cycle of ~100 % at a fraction of the power of compute); the peer
-   doing the work at a high level is the straggler, and the waiting cards are ``starving``
-   with cause ``collective-wait`` (not told to raise their batch size).
-
-The straggler's own badge is ``imbalanced`` (cause ``straggler``) with its own evidence kept
-in ``why``; the other cards keep theirs.
+The imbalance itself (a persistent difference in level between cards of one job, a lagging
+card or a collective wait) is found by `imbalance.lagging`; here its `Lag` turns into verdicts:
+the straggler's own badge is ``imbalanced`` (cause ``straggler``, or ``throttled`` where its
+clocks are held down) with its own evidence kept in ``why``, cards waiting for it in a
+collective are ``starving`` with cause ``collective-wait``, and the job is ``imbalanced``. With
+probes in two or more ranks, the rank the probes show out of line is the straggler.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
-from gpusat_tui.analysis.card import CardFigures, _throttle_counts, unknown_verdict
-from gpusat_tui.analysis.evidence import ProcessTie
-from gpusat_tui.analysis.facts import CardFacts, FrameFacts
+from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
+from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag, lagging
 from gpusat_tui.analysis.measured import Rank, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.wording import duration, pct
-from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, Verdict
+from gpusat_tui.analysis.wording import pct
+from gpusat_tui.model import VERDICT_KINDS, Verdict
 
+# `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
+# from before.
 __all__ = ["JOB_KEY", "SEVERITY", "Lag", "apply_lag", "judge_job", "lagging"]
 
 #: The key of the job's verdict beside the card ids (tracker, ``check --json``).
@@ -55,12 +34,6 @@ SEVERITY: tuple[str, ...] = (
     "stalled", "imbalanced", "fragmenting", "starving", "saturated", "idle", "unknown"
 )
 assert set(SEVERITY) == set(VERDICT_KINDS), "every verdict kind needs a place in SEVERITY"
-
-#: What each basis of comparison is, for ``why``.
-_BASIS_WORDS = {
-    "sm": ("SM activity", "measured by the GPM counters"),
-    "power": ("power share of cap", "work inferred from power"),
-}
 
 _THROTTLED_ADVICE = (
     "The lagging card is throttled: check its cooling and airflow (thermal), its "
@@ -78,313 +51,6 @@ _STRAGGLER_ADVICE = [
     "the collective library's debug log (NCCL_DEBUG=INFO or the vendor's) shows it",
     "With pipeline or model parallelism, rebalance the layers between stages",
 ]
-
-
-@dataclass
-class Lag:
-    """The first group of cards of one job where some cards hold the others back."""
-
-    group: list[str]
-    #: The cards the job waits for.
-    stragglers: list[str]
-    #: The rest of the group.
-    others: list[str]
-    #: "lag" (the straggler is behind) or "collective" (the others wait for it).
-    pattern: str
-    #: "util", "sm" or "power": the figure compared (levels are in percent).
-    basis: str
-    #: Each card's level over the history (median of the basis figure).
-    levels: dict[str, float]
-    #: Cards seen waiting in a collective for the stragglers (the low cards in "collective").
-    waiters: list[str]
-    #: How the group was formed (by trainer, or all cards as one job).
-    grouping: str
-    #: Seconds of history and the stretches in which the gap held.
-    seconds: float
-    stretches: int
-    polls: int
-    label: str = "util"
-    #: Utilisation level of every card of the group (for the collective pattern's lines).
-    utils: dict[str, float] = field(default_factory=dict)
-    #: Straggler -> its limiting clock-event reasons where the other cards show none of them,
-    #: and the line quoting them: then the lag is its clocks (cause ``throttled``).
-    throttled: dict[str, list[str]] = field(default_factory=dict)
-    throttle_lines: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def cause(self) -> str:
-        return "throttled" if self.throttled else "straggler"
-
-    @property
-    def laggards(self) -> list[str]:
-        """The cards the job waits for (the name older callers use)."""
-        return self.stragglers
-
-    def _level(self, card_id: str) -> str:
-        return pct(self.levels[card_id])
-
-    def ref_level(self) -> float:
-        return statistics.median(self.levels[c] for c in self.others)
-
-    def held_line(self) -> str:
-        if self.stretches <= 1 or self.polls <= self.stretches:
-            return f"the gap held in every one of {self.polls} polls"
-        return (
-            f"the gap held in each of {self.stretches} stretches of the last "
-            f"{duration(self.seconds)}, not at one instant"
-        )
-
-    def line(self, card_id: str) -> str:
-        """The first line of a straggler's ``why``."""
-        line = self._line(card_id)
-        if self.throttled.get(card_id):
-            line += f"; its clocks are held down ({', '.join(self.throttled[card_id])})"
-        return line
-
-    def _line(self, card_id: str) -> str:
-        if self.pattern == "lag":
-            return (
-                f"lags the job: {self._level(card_id)} vs {pct(self.ref_level())} "
-                f"on {', '.join(self.others)}"
-            )
-        what, _ = _BASIS_WORDS[self.basis]
-        waiting = ", ".join(f"{c} at {self._level(c)}" for c in self.waiters)
-        verbs = "reads busy but waits" if len(self.waiters) == 1 else "read busy but wait"
-        return (
-            f"the job waits for this card: it works at {self._level(card_id)} ({what}) "
-            f"while {waiting} {verbs} in a collective"
-        )
-
-    def waiter_line(self, card_id: str) -> str:
-        what, _ = _BASIS_WORDS.get(self.basis, ("utilisation", ""))
-        slow = ", ".join(f"{c} at {self._level(c)}" for c in self.stragglers)
-        return (
-            f"waits in a collective for {slow}: {self.label} reads "
-            f"{pct(self.utils.get(card_id, 0.0))} (a waiting all-reduce kernel keeps the duty "
-            f"cycle up) at only {self._level(card_id)} {what}"
-            if self.pattern == "collective"
-            else f"waits in a collective for {', '.join(self.stragglers)}: busy by "
-            f"{self.label}, at low power, while the straggler lags"
-        )
-
-
-# --- finding the lag -------------------------------------------------------------------------
-
-
-def _level(values: Sequence[float]) -> float | None:
-    """A robust level: the mean of the middle half (a quarter trimmed off each end). One spike
-    or dip does not move it, and unlike the median it does not jump from one mode to the
-    other on a card that alternates between 0 and 100 %."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    cut = len(ordered) // 4
-    middle = ordered[cut : len(ordered) - cut]
-    return math.fsum(middle) / len(middle)
-
-
-def _series(
-    history: Sequence[FrameFacts], card_id: str, figure: Callable[[CardFacts], float | None]
-) -> list[float | None]:
-    out: list[float | None] = []
-    for ff in history:
-        reading = ff.cards.get(card_id)
-        out.append(figure(reading) if reading is not None and reading.fresh else None)
-    return out
-
-
-def _util(c: CardFacts) -> float | None:
-    return c.util
-
-
-def _power(c: CardFacts) -> float | None:
-    return None if c.pfrac is None else min(100.0, 100.0 * c.pfrac)
-
-
-def _sm(c: CardFacts) -> float | None:
-    return c.sm_active
-
-
-def _chunks(n: int, k: int) -> list[range]:
-    """``k`` consecutive stretches of ``range(n)`` (as even as they come)."""
-    k = max(1, min(k, n))
-    bounds = [round(i * n / k) for i in range(k + 1)]
-    return [range(bounds[i], bounds[i + 1]) for i in range(k)]
-
-
-def _persistent(
-    series: Mapping[str, list[float | None]],
-    low: Sequence[str],
-    high: Sequence[str],
-    gap: float,
-) -> tuple[list[str], int]:
-    """The cards of ``low`` whose level stays ``gap`` below the median of ``high``'s levels
-    in each third of the history, and how many stretches were compared."""
-    n = len(next(iter(series.values())))
-    stretches = _chunks(n, 3)
-    held: list[str] = []
-    compared = 0
-    for c in low:
-        ok = True
-        compared = 0
-        for part in stretches:
-            mine = _level([v for i in part if (v := series[c][i]) is not None])
-            theirs = [
-                m for h in high
-                if (m := _level([v for i in part if (v := series[h][i]) is not None]))
-                is not None
-            ]
-            if mine is None or not theirs:
-                continue
-            compared += 1
-            if statistics.median(theirs) - mine < gap:
-                ok = False
-                break
-        if ok and compared >= min(len(stretches), 3):
-            held.append(c)
-    return held, len(stretches)
-
-
-def _span_s(history: Sequence[FrameFacts]) -> float:
-    times = [ff.t for ff in history if ff.t is not None]
-    return max(times) - min(times) if len(times) >= 2 else 0.0
-
-
-def _levels(
-    cards: Sequence[str], series: Mapping[str, list[float | None]], th: Thresholds
-) -> dict[str, float] | None:
-    """Each card's level over the history; None when one has too few figures to compare."""
-    levels: dict[str, float] = {}
-    for c in cards:
-        present = [v for v in series[c] if v is not None]
-        if len(present) < th.min_samples:
-            return None
-        levels[c] = _level(present) or 0.0
-    return levels
-
-
-def _find(
-    levels: Mapping[str, float],
-    series: Mapping[str, list[float | None]],
-    gap: float,
-    th: Thresholds,
-    seconds: float,
-) -> tuple[list[str], list[str], int] | None:
-    """(low cards that persist, the high cards, stretches compared) among ``levels``' cards,
-    or None."""
-    pool = list(levels)
-    if len(pool) < 2:
-        return None
-    leader = max(levels.values())
-    low = [
-        c for c in pool
-        if levels[c] <= th.imbalance_ratio * leader and leader - levels[c] >= gap
-    ]
-    high = [c for c in pool if c not in low]
-    if not low or not high:
-        return None
-    swinging = any(
-        max(v for v in series[c] if v is not None) - min(v for v in series[c] if v is not None)
-        >= th.swing_util_pct
-        for c in pool
-    )
-    if swinging and seconds < th.imbalance_swing_min_s:
-        return None
-    held, stretches = _persistent(series, low, high, gap)
-    if not held:
-        return None
-    return held, high, stretches
-
-
-def lagging(
-    active: list[str],
-    history: Sequence[FrameFacts],
-    tie: ProcessTie,
-    thresholds: Thresholds,
-) -> Lag | None:
-    """The first group of ``active`` cards in which some cards hold the others back,
-    judged over ``history`` (see the module docstring)."""
-    if len(active) < 2 or not history:
-        return None
-    th = thresholds
-    groups, grouping = tie.groups(active)
-    seconds = _span_s(history)
-    polls = len(history)
-    for group in groups:
-        if len(group) < 2:
-            continue
-        util = {c: _series(history, c, _util) for c in group}
-        utils = _levels(group, util, th)
-        if utils is None:
-            continue
-        vendor = str(getattr(_last_card(history, group[0]), "vendor", ""))
-        label = UTIL_LABELS.get(vendor, "util")
-        # 1. a card that lags on utilisation
-        found = _find(utils, util, th.imbalance_gap_pct, th, seconds)
-        if found is not None:
-            held, _high, stretches = found
-            others = [c for c in group if c not in held]
-            return _throttled(
-                Lag(group, held, others, "lag", "util", utils, [], grouping, seconds,
-                    stretches, polls, label, utils),
-                history, th,
-            )
-        # 2. a collective wait: busy cards at a low level beside a busy peer at a high one
-        busy_line = th.for_vendor(vendor).busy_util_pct
-        busy = [c for c in group if utils[c] >= busy_line]
-        if len(busy) < 2:
-            continue
-        sm = {c: _series(history, c, _sm) for c in busy}
-        if all(sum(v is not None for v in sm[c]) >= th.min_samples for c in busy):
-            basis, series, gap = "sm", sm, th.imbalance_gap_pct
-        else:
-            basis, series = "power", {c: _series(history, c, _power) for c in busy}
-            gap = th.imbalance_power_gap_pct
-        levels = _levels(busy, series, th)
-        found = None if levels is None else _find(levels, series, gap, th, seconds)
-        if found is None or levels is None:
-            continue
-        waiters, high, stretches = found
-        others = [c for c in group if c not in high]
-        return _throttled(
-            Lag(group, high, others, "collective", basis, levels, waiters, grouping,
-                seconds, stretches, polls, label, utils),
-            history, th,
-        )
-    return None
-
-
-def _throttled(
-    lag: Lag, history: Sequence[FrameFacts], th: Thresholds
-) -> Lag:
-    """``lag`` with the stragglers held down by a limit the other cards are not under."""
-    reasons: dict[str, list[str]] = {}
-    lines: dict[str, str] = {}
-    for c in lag.group:
-        counts, n = _throttle_counts(
-            [r for ff in history if (r := ff.cards.get(c)) is not None and r.fresh]
-        )
-        if counts and n:
-            held = [r for r, k in counts.items() if k >= th.throttled_frac * n]
-            if held:
-                reasons[c] = held
-                quoted = ", ".join(f"{r} in {counts[r]}" for r in held)
-                lines[c] = f"clocks held down ({quoted} of {n} polls; clock-event reasons)"
-    leading = {r for c in lag.others for r in reasons.get(c, [])}
-    for c in lag.stragglers:
-        own = [r for r in reasons.get(c, []) if r not in leading]
-        if own:
-            lag.throttled[c] = own
-            lag.throttle_lines[c] = lines[c]
-    return lag
-
-
-def _last_card(history: Sequence[FrameFacts], card_id: str) -> object:
-    for ff in reversed(history):
-        reading = ff.cards.get(card_id)
-        if reading is not None:
-            return reading.card
-    return None
 
 
 # --- what the lag does to the verdicts -------------------------------------------------------
@@ -405,7 +71,7 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
                 advice.append(line)
         if card_id in lag.throttled:
             advice.insert(0, _THROTTLED_ADVICE)
-        return Verdict.model_construct(
+        return Verdict(
             kind="imbalanced", cause="throttled" if card_id in lag.throttled else "straggler",
             why=why, advice=advice, confidence=verdict.confidence,
         )
@@ -423,7 +89,7 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
         f"{slow} (see its verdict), and this card's utilisation will turn into work",
         "A larger batch or AMP here would not help: the step time is set by the slowest rank",
     ]
-    return Verdict.model_construct(
+    return Verdict(
         kind="starving", cause="collective-wait",
         why=[*own[:2], lag.waiter_line(card_id), *own[2:]],
         advice=advice, confidence=verdict.confidence,
@@ -442,7 +108,7 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
             "for the slowest",
         ]
     else:
-        what, source = _BASIS_WORDS[lag.basis]
+        what, source = BASIS_WORDS[lag.basis]
         slow = ", ".join(f"{c} at {pct(lag.levels[c])}" for c in stragglers)
         waiting = ", ".join(f"{c} at {pct(lag.levels[c])}" for c in lag.waiters)
         busy = ", ".join(f"{c} {pct(lag.utils[c])}" for c in group if c in lag.utils)
@@ -455,7 +121,7 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
     for c in lag.throttled:
         why.append(f"{c}: {lag.throttle_lines[c]}, the others not: the lag is its clocks")
     why += [lag.held_line(), lag.grouping]
-    pf = {c: figures[c].pfrac.median for c in group
+    pf = {c: figures[c].pfrac for c in group
           if c in figures and figures[c].pfrac is not None}
     if lag.basis != "power" and len(pf) == len(group):
         why.append("power: " + ", ".join(f"{c} {pct(100 * pf[c])} of cap" for c in group))
@@ -549,8 +215,9 @@ def _measured_straggler(
     if lag is not None:
         label = figures[lag.group[0]].label
         why.append(
-            ", ".join(f"{c} at {pct(lag.centers[c])}" for c in lag.laggards)
-            + f" while {', '.join(lag.others)} run at {pct(lag.other_med)} ({label} medians)"
+            ", ".join(f"{c} at {pct(lag.levels[c])}" for c in lag.stragglers)
+            + f" while {', '.join(lag.others)} run at {pct(lag.ref_level())} ({label} levels,"
+            " the mean of the middle half)"
         )
     if rank.tie == "guess":
         why.append("which card each rank drives is a guess (local rank order)")

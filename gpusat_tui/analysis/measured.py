@@ -273,6 +273,8 @@ def _gib(n: int) -> str:
 
 
 def measured_for_card(ranks: Sequence[Rank], card_id: str) -> Measured | None:
+    if not ranks:
+        return None  # no probe in the window (most windows)
     mine = [r for r in ranks if r.card_id == card_id]
     return Measured(mine) if mine else None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusat_tui.analysis.card import CardFigures, make_verdict
+from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
 from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured
@@ -35,7 +35,7 @@ def measured_verdict(
     f: CardFigures, th: Thresholds, evidence: Callable[[], HostEvidence], meas: Measured
 ) -> Verdict | None:
     """The verdict the probe's figures decide on their own, or None to go on with the rules."""
-    pfrac = f.pfrac.median if f.pfrac is not None else None
+    pfrac = f.pfrac
     working_hard = f.util.median >= th.busy_util_pct and (
         pfrac is not None and pfrac >= th.saturated_power_frac
     )

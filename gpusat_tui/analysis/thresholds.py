@@ -69,7 +69,7 @@ class Thresholds:
     #: Imbalanced: a card whose level (median over the window) is at most ``imbalance_ratio``
     #: of the leader's and at least ``imbalance_gap_pct`` points below it (utilisation or SM
     #: activity; ``imbalance_power_gap_pct`` points of power share of cap), with the gap holding
-    #: in every third of the window, not at one instant (see `job`).
+    #: in every third of the window, not at one instant (see `imbalance`).
     imbalance_gap_pct: float = 35.0
     imbalance_ratio: float = 0.60
     imbalance_power_gap_pct: float = 30.0

@@ -20,11 +20,14 @@ time (the dashboard) passes ``focus``: only those keys get the evidence window's
 others keep the recent window's (same kind and cause), and `explain` fills in one more key on
 demand. ``check`` and ``report`` pass no focus and get every key in full.
 
-Cost (``benchmarks/bench_verdict.py``: about 1 ms per push for 8 cards with a full 30 s window):
-each frame is read once (`verdict.frame_facts`), and each card's evidence window, which starts
-where that card's verdict was adopted and so differs from card to card, is judged for that card
-only (`verdict.PreparedWindow`) unless most cards or the job read the same window. Both give
-exactly what `judge` gives (tests/test_verdict_prepared.py).
+Cost (``benchmarks/bench_verdict.py``: about 0.7 ms per push for 8 cards with a full 30 s
+window, focused or not: the job in focus reads every card's evidence window): each frame is read
+once (`verdict.frame_facts`), and what it shows of a card's host evidence or stall is kept with
+it, so a window summarises only its new poll; each card's evidence window, which starts where
+that card's verdict was adopted and so differs from card to card, is judged for that card only
+(`verdict.PreparedWindow`) unless most cards or the job read the same window, and the windows
+whose history starts at the same frame share the lag and the stalls found over it
+(`verdict.History`). All of it gives exactly what `judge` gives (tests/test_verdict_prepared.py).
 """
 
 from __future__ import annotations
@@ -38,12 +41,13 @@ from gpusat_tui.analysis.verdict import (
     DEFAULT_THRESHOLDS,
     JOB_KEY,
     FrameFacts,
+    History,
     PreparedWindow,
     Thresholds,
     frame_facts,
     judge_prepared,
+    window_ids,
 )
-from gpusat_tui.analysis.window import card_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = ["VerdictTracker"]
@@ -142,12 +146,20 @@ class VerdictTracker:
         first = self._frames[0][0]
         cache: dict[int, Assessment] = {}
         history = self._history_start()
+        # Windows whose history starts at the same frame share what is found over it.
+        pasts: dict[int, History] = {}
+
+        def past(start: int) -> History:
+            if start not in pasts:
+                pasts[start] = History(facts[start:], self.thresholds)
+            return pasts[start]
 
         def judged(offset: int) -> Assessment:
             if offset not in cache:
                 start = min(offset, history)
                 cache[offset] = judge_prepared(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                    frames[start:], facts[start:], self.thresholds, context=offset - start,
+                    history=past(start),
                 )
             return cache[offset]
 
@@ -172,7 +184,8 @@ class VerdictTracker:
             if offset not in windows:
                 start = min(offset, history)
                 windows[offset] = PreparedWindow(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                    frames[start:], facts[start:], self.thresholds, context=offset - start,
+                    history=past(start),
                 )
             return windows[offset].card(key)
 
@@ -181,9 +194,9 @@ class VerdictTracker:
         # to unknown; a card with too few fresh readings anywhere is judged (unknown) on the
         # plain last polls.
         short = max(0, len(frames) - self.recent_polls)
-        starts = _recent_starts(frames, self.recent_polls, short)
+        starts = _recent_starts(facts, self.recent_polls, short)
         cards: dict[str, Verdict] = {}
-        for card_id in card_ids(frames[short:]):
+        for card_id in window_ids(facts[short:]):
             offset = starts.get(card_id, short)
             recent = judged(offset).cards.get(card_id)
             if recent is not None:
@@ -294,14 +307,14 @@ class VerdictTracker:
         return state.verdict
 
 
-def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str, int]:
+def _recent_starts(facts: Sequence[FrameFacts], wanted: int, short: int) -> dict[str, int]:
     """Per card: the offset from which the frames hold ``wanted`` fresh readings of it, for
     cards that have that many in the window (never later than ``short``). A card none of whose
     last ``wanted`` polls is fresh gets no entry: its tool is failing, so it reads unknown
     rather than showing figures that only grow older."""
     counts: dict[str, int] = {}
     starts: dict[str, int] = {}
-    for offset in range(len(frames) - 1, -1, -1):
+    for offset in range(len(facts) - 1, -1, -1):
         if offset < short and all(cid in starts for cid in counts):
             # Past the plain recent polls only the cards in ``counts`` are read, and each of
             # them has its start: older polls would change nothing (most pushes stop here, at
@@ -310,20 +323,15 @@ def _recent_starts(frames: Sequence[Frame], wanted: int, short: int) -> dict[str
         if offset == short - 1:
             # Past the plain recent polls: only cards with a fresh reading there go further.
             counts = {cid: n for cid, n in counts.items() if n > 0}
-        for card in getattr(frames[offset], "cards", None) or ():
-            try:
-                cid = card.id
-            except Exception:  # a constructed object without vendor/index
-                continue
+        for cid, fresh in facts[offset].readings:
             if cid in starts:
                 continue
             if offset < short and cid not in counts:
                 continue
-            if getattr(card, "stale_s", None) is not None:
+            if not fresh:
                 counts.setdefault(cid, 0)
                 continue
             counts[cid] = counts.get(cid, 0) + 1
             if counts[cid] >= wanted:
                 starts[cid] = min(offset, short)
     return starts
-

@@ -39,7 +39,7 @@ would then share their host evidence; the ``why`` lines show the figures used so
 
 The job verdict is ``imbalanced`` when cards of one job (cards sharing a trainer; or, when every
 trainer drives one card as in DDP, all cards that hold memory) have one holding the others back,
-persistently over the history (`job`): then the straggler's own badge is ``imbalanced`` too,
+persistently over the history (`imbalance`): then the straggler's own badge is ``imbalanced`` too,
 and cards waiting for it in a collective are ``starving``/``collective-wait``. Otherwise the
 job takes the most severe of its cards' kinds (`job.SEVERITY`).
 
@@ -54,8 +54,12 @@ use):
 * `thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
 * `facts` — what is read of one Frame, once (`frame_facts`);
 * `evidence` — which processes serve which card, and the host figures over the window;
+  `stall` — how long a card has held its memory with nothing running anywhere;
 * `causes` — why a starving card starves, from that evidence;
-* `card` — the rules for one card; `job` — the rules for the job (imbalance, the summary);
+* `card_figures` — one card's figures over a window and the sentences that quote them;
+  `card` — the rules for one card;
+* `imbalance` — whether one card of a job holds the others back (`Lag`); `job` — what that
+  does to the verdicts, and the job's summary;
 * `wording` — shared formatting and sentences of ``why`` and ``advice``.
 """
 
@@ -63,12 +67,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpusat_tui.analysis.card import CardFigures, is_idle, judge_card, light_figures
+from gpusat_tui.analysis.card import is_idle, judge_card
+from gpusat_tui.analysis.card_figures import CardFigures, light_figures
 from gpusat_tui.analysis.causes import STARVING_CAUSES
-from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie, Stall, stall_run
+from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, Lag, apply_lag, judge_job, lagging
+from gpusat_tui.analysis.imbalance import Lag, lagging
+from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, apply_lag, judge_job
 from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
+from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
@@ -80,12 +87,14 @@ __all__ = [
     "SEVERITY",
     "STARVING_CAUSES",
     "FrameFacts",
+    "History",
     "PreparedWindow",
     "Thresholds",
     "frame_facts",
     "judge",
     "judge_card_prepared",
     "judge_prepared",
+    "window_ids",
 ]
 
 
@@ -96,47 +105,74 @@ def judge(window: Sequence[Frame], thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     return judge_prepared(frames, [frame_facts(f) for f in frames], thresholds)
 
 
+class History:
+    """What the rules measuring a duration compute over one history (the frames they read:
+    imbalance persistence, stall duration): its process tie, the lags found in it, the
+    cards' stalls. A tracker push judges several windows (each card's evidence window starts
+    where its verdict was adopted), and those whose history starts at the same frame share
+    one `History`, so that a lag or a stall is found once per push, not once per window.
+    """
+
+    def __init__(self, facts: Sequence[FrameFacts], thresholds: Thresholds) -> None:
+        self.facts = facts
+        self.thresholds = thresholds
+        self.tie = ProcessTie(facts)
+        self._lags: dict[tuple[str, ...], Lag | None] = {}
+        self._stalls: dict[tuple[str, tuple[float, ...]], Stall | None] = {}
+
+    def lag(self, active: list[str]) -> Lag | None:
+        key = tuple(active)
+        if key not in self._lags:
+            self._lags[key] = lagging(active, self.facts, self.tie, self.thresholds)
+        return self._lags[key]
+
+    def stall(self, card_id: str, th: Thresholds) -> Stall | None:
+        key = (card_id, stall_lines(th))
+        if key not in self._stalls:
+            self._stalls[key] = stall_run(self.facts, card_id, self.tie, th)
+        return self._stalls[key]
+
+
 class _Window:
     """What judging one window needs, shared between its cards.
 
     ``frames[context:]`` is the window judged; the ``context`` frames before it are history
     that only the rules measuring a duration read (imbalance persistence, stall duration).
+    ``history``: that history's `History` when the caller shares one between windows (it
+    must hold the same ``facts``).
     """
 
     def __init__(
         self, frames: Sequence[Frame], facts: Sequence[FrameFacts], thresholds: Thresholds,
-        context: int,
+        context: int, history: History | None = None,
     ) -> None:
         context = max(0, min(context, len(facts)))
         self.frames = frames[context:]
         self.facts = facts[context:]
-        self.history = facts
         self.thresholds = thresholds
-        self.ids = _ids(self.facts)
-        self.tie = ProcessTie(self.facts)
-        self.history_tie = self.tie if context == 0 else ProcessTie(facts)
+        self.ids = window_ids(self.facts)
+        #: Each frame's fresh readings by card, read by every card of the window.
+        self.fresh_maps = [ff.fresh for ff in self.facts]
+        self.past = history if history is not None else History(facts, thresholds)
+        self.tie = self.past.tie if context == 0 else ProcessTie(self.facts)
         self.evidence = EvidenceCache(self.facts, self.tie)
-        self._lags: dict[tuple[str, ...], Lag | None] = {}
         #: The probed trainers in the window (issue 12).
         self.ranks = ranks_of(self.facts, thresholds)
 
     def stall(self, card_id: str, th: Thresholds) -> Stall | None:
-        return stall_run(self.history, card_id, self.history_tie, th)
+        return self.past.stall(card_id, th)
 
     def card(self, card_id: str) -> tuple[Verdict, CardFigures | None]:
         return judge_card(
             self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
-            self.measured,
+            self.measured, self.fresh_maps,
         )
 
     def measured(self, card_id: str) -> Measured | None:
         return measured_for_card(self.ranks, card_id)
 
     def lag(self, active: list[str]) -> Lag | None:
-        key = tuple(active)
-        if key not in self._lags:
-            self._lags[key] = lagging(active, self.history, self.history_tie, self.thresholds)
-        return self._lags[key]
+        return self.past.lag(active)
 
 
 def judge_prepared(
@@ -145,6 +181,7 @@ def judge_prepared(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     *,
     context: int = 0,
+    history: History | None = None,
 ) -> Assessment:
     """`judge` with each frame's `frame_facts` already taken (``facts[i]`` of ``frames[i]``,
     no ``None`` frames): the tracker keeps them so that a frame is read once, not once per
@@ -152,9 +189,10 @@ def judge_prepared(
 
     ``context``: the first ``context`` frames are history, not part of the window: the cards
     are judged on the rest, while imbalance and stalls are judged over all of them (the
-    tracker judges a short recent window, and these rules need a longer view).
+    tracker judges a short recent window, and these rules need a longer view). ``history``:
+    the `History` of those frames, where the caller shares one between windows.
     """
-    window = _Window(frames, facts, thresholds, context)
+    window = _Window(frames, facts, thresholds, context, history)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, CardFigures] = {}
     for cid in window.ids:
@@ -166,12 +204,17 @@ def judge_prepared(
     return Assessment(cards=verdicts, job=job)
 
 
-def _ids(facts: Sequence[FrameFacts]) -> list[str]:
-    """Every card id in the window, in order of first appearance (as `card_ids`)."""
+def window_ids(facts: Sequence[FrameFacts]) -> list[str]:
+    """Every card id in the window, in order of first appearance (as `window.card_ids` gives
+    it for the frames)."""
     seen: dict[str, None] = {}
+    last: object = None
     for ff in facts:
-        for cid in ff.cards:
-            seen.setdefault(cid, None)
+        keys = ff.cards.keys()
+        if keys == last:
+            continue  # the same cards as the poll before (most polls): nothing new
+        last = keys
+        seen.update(dict.fromkeys(keys))
     return list(seen)
 
 
@@ -195,8 +238,9 @@ class PreparedWindow:
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
         *,
         context: int = 0,
+        history: History | None = None,
     ) -> None:
-        self._window = _Window(frames, facts, thresholds, context)
+        self._window = _Window(frames, facts, thresholds, context, history)
         self._lag: Lag | None = None
         self._lag_done = False
 
@@ -215,7 +259,9 @@ class PreparedWindow:
             window = self._window
             active: list[str] = []
             for cid in window.ids:
-                figs, th = light_figures(window.facts, cid, window.thresholds)
+                figs, th = light_figures(
+                    window.facts, cid, window.thresholds, window.fresh_maps
+                )
                 if figs is not None and not is_idle(figs, th):
                     active.append(cid)
             self._lag = window.lag(active)

@@ -38,6 +38,10 @@ CARD_FIELDS: tuple[str, ...] = (
 
 def num(value: object) -> float | None:
     """A finite, non-negative float, or None. Bools and strings are not figures."""
+    if type(value) is float:
+        # The common case (a validated model's figure), answered without conversions; NaN
+        # fails both comparisons.
+        return value if 0.0 <= value < math.inf else None
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
     value = float(value)

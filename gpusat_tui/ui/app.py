@@ -25,7 +25,7 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import var
@@ -250,6 +250,8 @@ class GpusatApp(App[int]):
         self.view_chosen = view is not None
         self._initial_overview = view == "overview"
         self.processes = ProcessPanel("", id="processes")
+        #: Hidden in a short pane (``.-short``): then its panel is not updated either.
+        self.processes_box = Vertical(id="processes-box")
         self.status = CachedStatic("", id="status")
 
     # --- layout ------------------------------------------------------------------------------
@@ -262,7 +264,8 @@ class GpusatApp(App[int]):
             yield self.card_list
             yield self.detail
             yield self.grid
-        yield self.processes
+        with self.processes_box:
+            yield self.processes
         yield self.status
         yield Footer()
 
@@ -383,7 +386,9 @@ class GpusatApp(App[int]):
     # --- attributes down ---------------------------------------------------------------------
 
     def watch_frame(self) -> None:
-        self._schedule_render()
+        # A new frame is the one change in its handler (`_show`): paint it now, not one
+        # message later (a render already scheduled then finds nothing left to do).
+        self._render_view()
 
     def watch_selected(self, selected: str | None) -> None:
         self._explain_selected(selected)
@@ -422,7 +427,11 @@ class GpusatApp(App[int]):
         # Several reactives may change in one handler: paint once, after they all did.
         if not self._render_scheduled:
             self._render_scheduled = True
-            self.call_later(self._render_view)
+            self.call_later(self._scheduled_render)
+
+    def _scheduled_render(self) -> None:
+        if self._render_scheduled:
+            self._render_view()
 
     def _render_view(self) -> None:
         self._render_scheduled = False
@@ -441,16 +450,20 @@ class GpusatApp(App[int]):
         if multi:
             self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes))
         self._auto_view(len(frame.cards))
-        # The list is kept current in both views (a few µs; hidden, it is not drawn); the
-        # full card catches up when the view changes back (``watch_overview`` renders again).
-        self.card_list.sync(frame.cards, verdicts, self.selected)
+        # Only the view on screen is updated; the other catches up when the view changes
+        # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
+        # than its lines: Textual then rebuilds its whole map of the screen's widgets.
         if self.overview:
             self.grid.show(self._blocks(frame), self.selected)
         else:
+            self.card_list.sync(frame.cards, verdicts, self.selected)
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
-            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval())
-        self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
+            driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
+            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval(),
+                             driving)
+        if self.processes_box.display:
+            self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
 
     def _fragmenting(self, probe: ProbeSample) -> bool:
@@ -491,6 +504,8 @@ class GpusatApp(App[int]):
         frame = self.frame
         if frame is not None and not self.view_chosen:
             self._auto_view(len(frame.cards), event.size)
+        # A panel hidden in the smaller pane (not updated while hidden) shows up current.
+        self._schedule_render()
 
     def watch_overview(self, value: bool) -> None:
         self.set_class(value, "-overview")
@@ -720,7 +735,9 @@ def build_app(args: Namespace) -> GpusatApp:
             source, record, header, mode=record_mode(args),  # type: ignore[arg-type]
             protect=list(replayed), **rotation_limits(args),
         )
-    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker)
+    view = getattr(args, "view", "auto")
+    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker,
+                     view=None if view == "auto" else view)
 
 
 def run_app(args: Namespace) -> int:

@@ -396,7 +396,8 @@ async def test_themes_switch_and_verdict_colours_follow() -> None:
             # The line widgets cache their styles: what they draw must follow the theme too.
             row = list(app.card_list.render_line(0))
             title = list(app.detail.panel.render_line(0))
-            return row[-1].style.bgcolor, title[-1].style.bgcolor  # the badges, last
+            badge = next(seg for seg in row if "STARVING" in seg.text)
+            return badge.style.bgcolor, title[-1].style.bgcolor  # the title's badge is last
 
         drawn_before = drawn_badge_colours()
         app.theme = "nord"

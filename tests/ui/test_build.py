@@ -43,6 +43,30 @@ def test_replay_args_build_a_replay_app(tmp_path: Path) -> None:
     assert app.no_tool is None and app.banner is None
 
 
+@pytest.mark.parametrize(
+    ("flag", "overview"), [("card", False), ("overview", True), ("auto", True)]
+)
+async def test_view_flag_picks_the_first_view_whatever_the_pane(
+    tmp_path: Path, flag: str, overview: bool
+) -> None:
+    # 8 cards in 160x50: the overview fits, so "auto" shows it; "card" keeps the card view,
+    # and both explicit choices hold when the pane is resized.
+    session = write_session(tmp_path / "run.jsonl", cards=8)
+    app = build_app(parse("--replay", str(session), "--speed", "4", "--view", flag))  # type: ignore[arg-type]
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, lambda: app.frame is not None)
+        assert app.overview is overview
+        assert app.view_chosen is (flag != "auto")
+        await pilot.resize_terminal(60, 15)  # too small for 8 blocks
+        await settle(pilot, lambda: app.frame is not None)
+        assert app.overview is (overview and flag != "auto")
+
+
+def test_view_flag_refuses_other_views() -> None:
+    with pytest.raises(SystemExit):
+        parse("--view", "grid")
+
+
 def test_unreadable_recording_is_one_clear_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

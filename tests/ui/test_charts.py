@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpusat_tui.model import CardReading, Verdict
+from gpusat_tui.model import CardReading, ProbeSample, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.widgets.charts import (
     duration,
@@ -14,8 +14,15 @@ from gpusat_tui.ui.widgets.charts import (
     throttle_reasons,
     time_axis,
 )
-from gpusat_tui.ui.widgets.overview import MIN_CHART_W, grid_layout, overview_fits
-from gpusat_tui.ui.widgets.panel import chart_layout, panel_data
+from gpusat_tui.ui.widgets.overview import (
+    MIN_CHART_W,
+    CardGrid,
+    GridLayout,
+    block_for,
+    grid_layout,
+    overview_fits,
+)
+from gpusat_tui.ui.widgets.panel import card_probe_text, chart_layout, panel_data
 from gpusat_tui.ui.widgets.spark import MARK, mark_row, spark_rows
 from tests.ui.conftest import card
 
@@ -109,6 +116,20 @@ def test_panel_data_labels_and_scales() -> None:
     assert power.label == "Power 120 W (no cap known)"
 
 
+def test_card_probe_text() -> None:
+    rank = ProbeSample(pid=7, rank=2, card_id="nvidia:2", tie="guess", data_wait_pct=61.4,
+                       step_ms=211.0, samples_per_s=590.0)
+    assert card_probe_text([]) == ""
+    assert card_probe_text([rank]) == (
+        "trainer rank 2 · wait 61% · 211 ms/step · 590 samples/s"
+        " (card guessed from the local rank)")
+    tied = rank.model_copy(update={"tie": "device"})
+    assert card_probe_text([tied, tied]).endswith("590 samples/s · +1 more")
+    data = panel_data(card(2, 30.0), Verdict(kind="starving"), None, 1.0, [tied])
+    assert data.probe.startswith("trainer rank 2 · wait 61%")
+    assert panel_data(card(2, 30.0), None, None, 1.0).probe == ""
+
+
 def test_grid_layout_for_the_panes_users_have() -> None:
     # 8 cards: two columns of four in 160x50 and 100x30, each block showing a minute or more
     # in the wide pane and half a minute in the small one.
@@ -135,3 +156,28 @@ def test_grid_layout_always_fits_the_pane(n: int, width: int, height: int) -> No
     assert layout.visible * layout.height <= max(height, 3)
     if overview_fits(n, width, height):
         assert layout.chart_width >= MIN_CHART_W and layout.visible == layout.rows
+
+
+def test_tall_blocks_give_the_height_left_to_a_vram_chart() -> None:
+    hist = CardHistory()
+    for i in range(30):
+        hist.util.append(50.0 + i)
+        hist.power.append(60.0)
+        hist.mem.append(40.0 + (i % 2) * 20)
+    block = block_for(card(0, 50.0, mem_used=49152.0), Verdict(kind="saturated"), hist)
+    grid = CardGrid()
+
+    def chart_rows(height: int) -> dict[str, int]:
+        lines = grid.block_lines(block, GridLayout(1, 1, 60, height, 1))
+        assert len(lines) == height
+        assert all(sum(len(text) for text, _ in line) == 60 for line in lines)
+        parts = [part for line in lines for _, part in line if part.startswith("cardgrid--")]
+        return {name: parts.count(f"cardgrid--{name}") for name in ("util", "power", "mem")}
+
+    # 16 rows: header, 4 + 4 chart rows, 6 of VRAM, a spacer.
+    assert chart_rows(16) == {"util": 4, "power": 4, "mem": 6}
+    tall = grid.block_lines(block, GridLayout(1, 1, 60, 16, 1))
+    assert tall[9][0][0].startswith("VRAM 60%")
+    # 9 rows: the two charts take all there is; no VRAM chart (the header still says it).
+    assert chart_rows(9) == {"util": 4, "power": 3, "mem": 0}
+    assert "VRAM 60%" in grid.block_lines(block, GridLayout(1, 1, 60, 9, 1))[0][0][0]

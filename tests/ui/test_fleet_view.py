@@ -71,7 +71,7 @@ async def test_an_unreachable_server_is_said_on_the_status_line() -> None:
     api = API(answer(2, 2))
     app = fleet_app(api)
     async with app.run_test(size=(160, 30)) as pilot:
-        await settle(pilot, lambda: len(app.card_list.ids) == 4)
+        await settle(pilot, lambda: app.frame is not None and len(app.frame.cards) == 4)
         api.data = FleetError("cannot reach http://prom.test:9090: Connection refused",
                               "unreachable")
         await settle(pilot, lambda: "fleet prom.test:9090 · 2 hosts · server unreachable"

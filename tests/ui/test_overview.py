@@ -46,6 +46,9 @@ async def test_overview_is_the_default_where_it_fits_and_shows_every_card() -> N
         assert text.count("SATURATED") == 8
         assert text.count("Power ") >= 8 and text.count("of cap") == 8
         assert not app.card_list.display and not app.detail.display
+        # The hidden view is not kept up to date (a hidden widget's refresh makes Textual
+        # rebuild its map of the screen): it catches up when shown, below.
+        assert app.card_list.lines == []
         footer = text.splitlines()[-1]
         assert "One card" in footer and "Open" in footer
         # Readable in 100x30 too: all 8 blocks, each with its charts.
@@ -59,6 +62,7 @@ async def test_overview_is_the_default_where_it_fits_and_shows_every_card() -> N
         await pilot.pause()
         assert app.overview is False
         assert app.card_list.display and "▸ 0" in screen_text(app)
+        assert app.card_list.lines[7] == f"  7  {10 * 7 + 19 % 3:.0f}%  SATURATED"
 
 
 async def test_one_card_opens_in_full() -> None:
@@ -196,3 +200,34 @@ async def test_without_a_probe_the_panel_says_how_to_get_one() -> None:
         text = screen_text(app)
         assert NO_PROBE in text
         assert "no probe" in text.splitlines()[0]
+
+
+async def test_the_selected_card_shows_the_rank_that_drives_it() -> None:
+    frames = [Frame(t=T0 + i, seq=i, cards=[card(0, 40.0), card(1, 90.0)],
+                    processes=trainer_with_workers(workers=2), probes=probes(41.0))
+              for i in range(2)]
+    app = make_app(frames, view="card")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
+        panel = app.detail.panel
+        assert panel.planned[1].startswith(
+            "trainer rank 0 · wait 41% · 180 ms/step · 700 samples/s")
+        await pilot.press("right")
+        await settle(pilot, lambda: app.selected == "nvidia:1")
+        assert panel.planned[1].startswith("trainer rank 1 · wait 3% · 175 ms/step")
+        assert "rank 0" not in "\n".join(panel.planned)
+
+
+async def test_a_card_without_a_probe_gives_the_charts_that_row() -> None:
+    frames = [Frame(t=T0, cards=[card(0, 40.0), card(1, 90.0)],
+                    processes=trainer_with_workers(workers=2), probes=probes(41.0)[:1])]
+    app = make_app(frames, view="card")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.frame is not None)
+        panel = app.detail.panel
+        assert panel.planned[1].startswith("trainer rank 0")
+        with_probe = sum(panel.chart_rows())
+        await pilot.press("right")
+        await settle(pilot, lambda: app.selected == "nvidia:1")
+        assert not any(line.startswith("trainer rank") for line in panel.planned)
+        assert sum(panel.chart_rows()) == with_probe + 1

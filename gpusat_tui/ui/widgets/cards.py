@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.events import Click
@@ -165,8 +166,13 @@ class CardList(LineWidget):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "cardlist--selected",
+        "cardlist--edge",
         *(f"cardlist--{kind}" for kind in VERDICT_KINDS),
     }
+
+    #: The list's right edge, drawn on every row (a CSS border would take Textual's slower
+    #: drawing path for the whole list, see `LineWidget.render_lines`).
+    EDGE = "▕"
 
     class Selected(Message):
         """The user clicked a card's row."""
@@ -237,14 +243,20 @@ class CardList(LineWidget):
         return range(self._first, self._first + height)
 
     def render_line(self, y: int) -> Strip:
-        window = self._window(self.size.height)
+        width, height = self.drawing_size
+        window = self._window(height)
+        edge = (self.EDGE, self.part_style("cardlist--edge"))
         if y >= len(window):
-            return self.blank()
+            return self.strip([(" " * max(width - 1, 0), None), edge])
         label, kind, selected = self._rows[window[y]]
-        return self.strip([
+        word = _SHORT_WORDS.get(kind, " UNKNOWN ")
+        row = self.fit(self.strip_parts([
             (label, self.part_style("cardlist--selected") if selected else None),
-            (_SHORT_WORDS.get(kind, " UNKNOWN "), self.part_style(f"cardlist--{kind}")),
-        ])
+            (word, self.part_style(f"cardlist--{kind}")),
+        ]), max(width - 1, 0))
+        if row.cell_length < width - 1:
+            row = row.adjust_cell_length(width - 1, self.base_style)
+        return Strip([*row, Segment(*edge)], width)
 
     def on_click(self, event: Click) -> None:
         window = self._window(self.content_size.height)

@@ -40,11 +40,14 @@ MIN_CHART_W = 16
 #: (a minute and a half at 1 Hz): the layout then weighs the other way.
 USEFUL_CHART_ROWS = 8
 USEFUL_CHART_W = 90
-#: The most chart rows a block draws; a taller block keeps the rest as space below. Every
-#: chart row repaints every poll (the history scrolls by a column): in 240x70, blocks of 12
-#: chart rows measured 15.5 ms of CPU a second against 11.2 for the previous dashboard, so
-#: past 4 rows per chart the height is left blank rather than paid for.
+#: The most utilisation and power chart rows a block draws. Every such row repaints every
+#: poll (the history scrolls by a column): in 240x70, blocks of 12 chart rows measured 15.5 ms
+#: of CPU a second against 11.2 for the previous dashboard, so past 4 rows per chart a taller
+#: block gives its height to a VRAM chart instead: VRAM held steady (the usual case) draws
+#: the same rows poll after poll, which costs nothing to repaint.
 MAX_BLOCK_CHART_ROWS = 8
+#: The most rows of a block's VRAM chart (drawn only in the height the other two leave).
+MAX_VRAM_ROWS = 8
 
 #: Verdict words as a block's header shows them.
 _WORDS = {kind: f" {badge_word(kind, short=True)} " for kind in VERDICT_KINDS}
@@ -127,6 +130,8 @@ class Block:
     power: tuple[float | None, ...]
     power_top: float
     power_mark: float | None
+    mem_label: str = ""
+    mem: tuple[float | None, ...] = ()
 
 
 def block_for(card: CardReading, verdict: Verdict | None, history: CardHistory | None,
@@ -164,6 +169,8 @@ def block_for(card: CardReading, verdict: Verdict | None, history: CardHistory |
         power=tuple(hist.power),
         power_top=power_top,
         power_mark=mark,
+        mem_label=f"VRAM {fmt(card.mem_pct, '%')}",
+        mem=tuple(hist.mem),
     )
 
 
@@ -172,7 +179,7 @@ class CardGrid(PlannedLines):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "cardgrid--header", "cardgrid--selected", "cardgrid--label", "cardgrid--util",
-        "cardgrid--power", *(f"cardgrid--{kind}" for kind in VERDICT_KINDS),
+        "cardgrid--power", "cardgrid--mem", *(f"cardgrid--{kind}" for kind in VERDICT_KINDS),
     }
 
     class Selected(Message):
@@ -218,7 +225,7 @@ class CardGrid(PlannedLines):
         lines: list[Line] = []
         for block_row in self._rows_shown(layout):
             drawn = [
-                self._block_lines(self.blocks[i], layout)
+                self.block_lines(self.blocks[i], layout)
                 for i in range(block_row * layout.cols,
                                min((block_row + 1) * layout.cols, len(self.blocks)))
             ]
@@ -231,7 +238,8 @@ class CardGrid(PlannedLines):
                 lines.append(tuple(line))
         return lines
 
-    def _block_lines(self, block: Block, layout: GridLayout) -> list[Line]:
+    def block_lines(self, block: Block, layout: GridLayout) -> list[Line]:
+        """One block's lines, exactly ``layout.width`` wide and ``layout.height`` high."""
         width, chart_w = layout.width, layout.chart_width
         selected = block.card_id == self.selected
         word = _WORDS.get(block.kind, " UNKNOWN ")
@@ -251,6 +259,10 @@ class CardGrid(PlannedLines):
             (block.power_label, block.power_extra, block.power, block.power_top,
              block.power_mark, power_rows, "cardgrid--power"),
         ]
+        # A tall block's height past the two charts (less its spacer line) shows VRAM.
+        spacer = 1 if layout.height >= 7 else 0
+        mem_rows = min(layout.height - 1 - rows - spacer, MAX_VRAM_ROWS)
+        charts.append((block.mem_label, "", block.mem, 100.0, None, mem_rows, "cardgrid--mem"))
         for label, extra, values, top, mark, n_rows, part in charts:
             if n_rows <= 0 or chart_w <= 0:
                 continue

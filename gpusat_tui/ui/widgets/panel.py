@@ -22,7 +22,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict
+from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.badge import badge_word
@@ -34,6 +34,7 @@ from gpusat_tui.ui.widgets.charts import (
     time_axis,
 )
 from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
+from gpusat_tui.ui.widgets.processes import probe_row
 from gpusat_tui.ui.widgets.spark import spark_rows
 
 #: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
@@ -71,19 +72,24 @@ class PanelData:
     charts: tuple[Chart, ...] = ()
     why: str = ""
     interval_s: float | None = None
+    #: The probed trainer(s) driving this card, as measured inside them ("" without a probe).
+    probe: str = ""
 
 
 CHART_PARTS = ("cardpanel--util", "cardpanel--power", "cardpanel--mem")
 
 
-def chart_layout(height: int, why_line: bool) -> tuple[tuple[int, int, int], bool, bool]:
+def chart_layout(
+    height: int, why_line: bool, extra_lines: int = 0
+) -> tuple[tuple[int, int, int], bool, bool]:
     """(rows of each chart, an axis under each chart?, one shared axis?) for a panel's height.
 
-    Fixed lines: the title, three chart headers and (when the why panel is closed) the first
-    reason. An axis under each chart once that still leaves each chart 2 rows; else one
-    shared axis under the last; in a tiny pane none. Rows left over go to the first charts.
+    Fixed lines: the title, three chart headers, ``extra_lines`` (the probe's line) and (when
+    the why panel is closed) the first reason. An axis under each chart once that still leaves
+    each chart 2 rows; else one shared axis under the last; in a tiny pane none. Rows left
+    over go to the first charts.
     """
-    avail = height - 4 - (1 if why_line else 0)
+    avail = height - 4 - extra_lines - (1 if why_line else 0)
     if avail >= 3 * 3:
         per_chart, shared = True, False
         avail -= 3
@@ -110,6 +116,7 @@ class CardPanel(PlannedLines):
         "cardpanel--warn",
         "cardpanel--axis",
         "cardpanel--why",
+        "cardpanel--probe",
         *(f"cardpanel--{kind}" for kind in VERDICT_KINDS),
     }
 
@@ -134,14 +141,21 @@ class CardPanel(PlannedLines):
 
     def chart_rows(self) -> tuple[int, int, int]:
         """Rows of each chart (utilisation, power, VRAM) at the panel's current height."""
-        return chart_layout(self.size.height, not self.why_open)[0]
+        return chart_layout(self.size.height, not self.why_open, self._extra_lines())[0]
+
+    def _extra_lines(self) -> int:
+        return 1 if self.data.probe else 0
 
     # --- the plan -------------------------------------------------------------------------
 
     def plan(self, width: int, height: int) -> list[Line]:
         data = self.data
         lines: list[Line] = [self._title(data, width)]
-        rows, per_chart_axis, shared_axis = chart_layout(height, not self.why_open)
+        if data.probe:
+            lines.append(((cut(data.probe, width), "cardpanel--probe"),))
+        rows, per_chart_axis, shared_axis = chart_layout(
+            height, not self.why_open, self._extra_lines()
+        )
         axis: Line = ((time_axis(width, data.interval_s), "cardpanel--axis"),)
         for chart, n_rows in zip(data.charts, rows, strict=False):
             lines.append(self._header(chart, width))
@@ -214,13 +228,30 @@ def fit_parts(parts: Sequence[tuple[str, str]], width: int) -> list[tuple[str, s
     return out
 
 
+def card_probe_text(probes: Sequence[ProbeSample], *, allocator: bool = False) -> str:
+    """The trainer that drives a card, as its probe measured it:
+    ``trainer rank 1 · wait 61% · 211 ms/step · 590 samples/s`` (``+1 more`` when several
+    processes drive it; ``tie guessed`` where the card was only guessed from the local rank)."""
+    if not probes:
+        return ""
+    first = probes[0]
+    text = "trainer " + probe_row(first, allocator=allocator, card=False)
+    if first.tie == "guess":
+        text += " (card guessed from the local rank)"
+    if len(probes) > 1:
+        text += f" · +{len(probes) - 1} more"
+    return text
+
+
 def panel_data(
     card: CardReading | None,
     verdict: Verdict | None,
     history: CardHistory | None,
     interval_s: float | None,
+    probes: Sequence[ProbeSample] = (),
 ) -> PanelData:
-    """What the panel shows for a card (pure: tests call it alone)."""
+    """What the panel shows for a card (pure: tests call it alone). ``probes``: the probed
+    trainers tied to this card."""
     if card is None:
         return PanelData(interval_s=interval_s)
     hist = history or CardHistory()
@@ -256,6 +287,7 @@ def panel_data(
         charts=(util, power, mem),
         why=verdict.why[0] if verdict and verdict.why else "",
         interval_s=interval_s,
+        probe=card_probe_text(probes, allocator=kind == "fragmenting"),
     )
 
 
@@ -303,7 +335,8 @@ class CardDetail(Vertical):
         verdict: Verdict | None,
         history: CardHistory | None,
         interval_s: float | None = None,
+        probes: Sequence[ProbeSample] = (),
     ) -> None:
-        self.panel.show(panel_data(card, verdict, history, interval_s))
+        self.panel.show(panel_data(card, verdict, history, interval_s, probes))
         if card is not None and self.why.display:
             self.why.show(verdict, verdict_text(verdict))

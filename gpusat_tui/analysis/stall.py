@@ -1,0 +1,179 @@
+"""A stalled card: memory held, nothing running on it or on its host side, for how long.
+
+`stall_run` walks back from a card's latest fresh reading over the polls that show no work
+anywhere (`StallPoll`: the card idle with its memory held, the processes tied to it, by
+`evidence.ProcessTie`, near 0 % CPU and none in disk wait) and sums them up in a `Stall`. What a
+frame shows is kept with it (`FrameFacts.memo`) while the tie and the lines are the same: a
+stalled job's polls are read again by every window on every poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts, clean_median
+from gpusat_tui.analysis.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.evidence import ProcessTie
+
+__all__ = ["Stall", "StallPoll", "stall_lines", "stall_run"]
+
+
+@dataclass(frozen=True)
+class Stall:
+    """How long a card has held its memory with nothing running on it or on its host side."""
+
+    #: Seconds from the first to the last poll of the stall (the latest fresh reading).
+    seconds: float
+    #: The stall reaches back to the first reading in the history given: it may be longer.
+    open_start: bool
+    polls: int
+    mem_pct: float | None
+    #: Trainer PIDs tied to the card during the stall (for ``py-spy dump --pid``).
+    trainer_pids: tuple[object, ...]
+    n_workers: int
+    #: Highest CPU % of any tied process during the stall.
+    max_cpu: float
+    #: psutil states seen on the trainer(s) ("stopped": a paused process).
+    trainer_states: tuple[str, ...]
+    iowait: float | None
+
+
+class StallPoll(NamedTuple):
+    """One poll that shows no work on the card or on its host side."""
+
+    #: Highest CPU % of a process tied to the card.
+    cpu: float
+    n_workers: int
+    #: The tied trainers' PIDs, and their states (where given), in process order.
+    trainer_pids: tuple[object, ...]
+    trainer_states: tuple[str, ...]
+
+
+def stall_lines(th: Thresholds) -> tuple[float, ...]:
+    """Every line `stall_run` reads of the thresholds: equal lines, equal stalls."""
+    return (th.idle_util_pct, th.held_vram_pct, th.held_vram_mib, th.iowait_high_pct,
+            th.stall_cpu_pct)
+
+
+def _stalled_polls(
+    facts: Sequence[FrameFacts], card_id: str, tie: ProcessTie, th: Thresholds
+) -> Iterator[tuple[FrameFacts, CardFacts, StallPoll | None]]:
+    """Newest first, each frame with a fresh reading of the card, that reading, and what it
+    shows of a stall (`_stall_poll`). What a frame shows is kept in it while the tie and the
+    lines it reads are the same: a stalled job's polls are read again by every window on
+    every poll."""
+    key = ("stall", card_id)
+    lines = stall_lines(th)
+    signature = tie.signature
+    for ff in reversed(facts):
+        reading = ff.fresh.get(card_id)
+        if reading is None:
+            continue
+        kept = ff.memo.get(key)
+        if kept is not None and (kept[0] is signature or kept[0] == signature) and (
+            kept[1] == lines
+        ):
+            poll = kept[2]
+        else:
+            poll = _stall_poll(ff, card_id, tie, th)
+            ff.memo[key] = (signature, lines, poll)
+        yield ff, reading, poll  # type: ignore[misc]
+
+
+def _stall_poll(
+    ff: FrameFacts, card_id: str, tie: ProcessTie, th: Thresholds
+) -> StallPoll | None:
+    """What this poll shows of a stall, or None when it shows work somewhere (or no process
+    evidence)."""
+    reading = ff.cards[card_id]
+    if reading.util is None or reading.util > th.idle_util_pct:
+        return None
+    if reading.mem_pct is not None:
+        if reading.mem_pct < th.held_vram_pct:
+            return None
+    elif reading.mem_used is None or reading.mem_used < th.held_vram_mib:
+        return None
+    if ff.iowait is not None and ff.iowait >= th.iowait_high_pct:
+        return None
+    if tie.any_card_ids:
+        tied = [p for p in ff.procs if card_id in tie.tied_cards(p)]
+    else:
+        tied = list(ff.procs)
+    figures = [p.cpu for p in tied if p.cpu is not None]
+    figures += [p.pin for p in tied if p.pin is not None]
+    if not figures or not any(p.is_trainer for p in tied):
+        return None  # no process evidence: a stall cannot be told from waiting for input
+    # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
+    if max(figures) > 3 * th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
+        return None
+    trainers = [p for p in tied if p.is_trainer]
+    return StallPoll(
+        cpu=max(figures),
+        n_workers=sum(p.is_worker for p in tied),
+        trainer_pids=tuple(p.pid for p in trainers),
+        trainer_states=tuple(p.state for p in trainers if p.state),
+    )
+
+
+def stall_run(
+    facts: Sequence[FrameFacts], card_id: str, tie: ProcessTie, th: Thresholds
+) -> Stall | None:
+    """The stall that ends at the card's latest fresh reading, however short; None if that
+    reading shows work (or no evidence). ``th`` are the card's (vendor) thresholds."""
+    last_t: float | None = None
+    first_t: float | None = None
+    polls = 0
+    trainers: dict[object, None] = {}
+    states: dict[str, None] = {}
+    workers = 0
+    max_cpu = 0.0
+    mems: list[float] = []
+    iowaits: list[float] = []
+    reached_first = True
+    blip = False
+    run: list[StallPoll] = []
+    for ff, reading, found in _stalled_polls(facts, card_id, tie, th):
+        if found is None or ff.t is None:
+            reached_first = False
+            break
+        # One poll a little above the line (a timer thread, a log flush, CPU time counted in
+        # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
+        # poll, do.
+        if found.cpu > th.stall_cpu_pct:
+            if blip or last_t is None:
+                reached_first = False
+                break
+            blip = True
+        else:
+            blip = False
+        if last_t is None:
+            last_t = ff.t
+        first_t = ff.t
+        run.append(found)
+        if reading.mem_pct is not None:
+            mems.append(reading.mem_pct)
+        if ff.iowait is not None:
+            iowaits.append(ff.iowait)
+    if run:
+        polls = len(run)
+        max_cpu = max(max_cpu, *(p.cpu for p in run))
+        workers = max(p.n_workers for p in run)
+        trainers = dict.fromkeys(pid for p in run for pid in p.trainer_pids)
+        states = dict.fromkeys(state for p in run for state in p.trainer_states)
+    if last_t is None or first_t is None:
+        return None
+    return Stall(
+        seconds=max(0.0, last_t - first_t),
+        open_start=reached_first,
+        polls=polls,
+        mem_pct=clean_median(mems),
+        trainer_pids=tuple(trainers),
+        n_workers=workers,
+        max_cpu=max_cpu,
+        trainer_states=tuple(states),
+        iowait=clean_median(iowaits),
+    )

@@ -7,10 +7,11 @@ Figures:
 1. Start-up: from the tmux pane's start to the first live figures on screen (wall time), and
    the CPU the dashboard process spent until then (imports, first layout and paint).
 2. The monitor process's CPU over ``--seconds`` at 1 Hz with 8 fake NVIDIA cards whose figures
-   change every poll, in a detached tmux pane of 100x30, 160x50 and 240x70, in the overview
+   change every poll (the fake nvidia-smi plays ``-lms``: read as a stream, the default path),
+   in a detached tmux pane of 100x30, 160x50 and 240x70, in the overview
    (every card's block) and in the single-card view (``o``). Its own CPU (all its threads, as
    the scheduler counts it in ``/proc/<pid>/task/*/schedstat``) is reported apart from the CPU
-   of the tool processes it ran (reaped children, tick-sampled).
+   of the tool processes it ran (reaped children and the running stream child, tick-sampled).
    ``--compare DIR``: the same sizes, back to back, for another checkout (e.g. ``git archive
    main``), run from DIR with this interpreter, so both see the same machine load.
 3. With a second tool (hy-smi) that hangs on every call (``--hung``; killed at its timeout; once
@@ -141,14 +142,32 @@ def run_ns(pid: int) -> int | None:
     return total
 
 
+def live_children_cpu(proc: psutil.Process) -> dict[int, float]:
+    """CPU seconds of each running child of ``proc``, with the children it reaped itself."""
+    out: dict[int, float] = {}
+    for child in proc.children():
+        try:
+            t = child.cpu_times()
+        except psutil.Error:
+            continue
+        out[child.pid] = t.user + t.system + t.children_user + t.children_system
+    return out
+
+
 def measure_cpu(pane: Pane, seconds: float) -> tuple[float, float, float]:
-    """(own CPU % of one core, tools' CPU % of one core, own ms per second) over ``seconds``."""
+    """(own CPU % of one core, tools' CPU % of one core, own ms per second) over ``seconds``.
+
+    The tools' CPU is that of the children reaped meanwhile plus what the running ones (a
+    stream such as nvidia-smi ``-lms``, reaped only when the dashboard stops) spent: a child
+    reaped during the window is counted whole, its life before the window included."""
     before = pane.proc.cpu_times()
+    before_live = live_children_cpu(pane.proc)
     before_ns = run_ns(pane.proc.pid)
     t0 = time.perf_counter()
     time.sleep(seconds)
     after_ns = run_ns(pane.proc.pid)
     after = pane.proc.cpu_times()
+    after_live = live_children_cpu(pane.proc)
     wall = time.perf_counter() - t0
     if before_ns is not None and after_ns is not None:
         own = (after_ns - before_ns) / 1e9
@@ -156,6 +175,7 @@ def measure_cpu(pane: Pane, seconds: float) -> tuple[float, float, float]:
         own = (after.user + after.system) - (before.user + before.system)
     tools = (after.children_user + after.children_system) - (
         before.children_user + before.children_system)
+    tools += sum(cpu - before_live.get(pid, 0.0) for pid, cpu in after_live.items())
     return 100 * own / wall, 100 * tools / wall, 1000 * own / wall
 
 

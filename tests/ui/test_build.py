@@ -144,3 +144,24 @@ def test_live_args_reach_the_live_source(fake_bin: FakeBin,
     assert source.enrich_every == 3 and source.interval == 2.0
     default = build_app(parse()).source  # type: ignore[arg-type]
     assert isinstance(default, LiveSource) and default.enrich_every == 5
+
+
+async def test_the_command_line_app_freezes_its_start_up_heap_once(tmp_path: Path) -> None:
+    import gc
+
+    from gpusat_tui.ui.app import FREEZE_HEAP_AFTER
+
+    session = write_session(tmp_path / "run.jsonl", n=FREEZE_HEAP_AFTER + 2)
+    frozen_before = gc.get_freeze_count()
+    try:
+        plain = GpusatApp(ReplaySource(session, speed=64.0))  # as tests and embedders make it
+        async with plain.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, lambda: plain.frames_shown >= FREEZE_HEAP_AFTER + 1)
+        assert gc.get_freeze_count() == frozen_before
+        app = build_app(parse("--replay", str(session), "--speed", "64"))  # type: ignore[arg-type]
+        assert app.freeze_heap
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, lambda: app.frames_shown >= FREEZE_HEAP_AFTER)
+            assert gc.get_freeze_count() > frozen_before
+    finally:
+        gc.unfreeze()  # this test process runs many apps: give their objects back

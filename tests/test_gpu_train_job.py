@@ -44,8 +44,14 @@ def test_input_bound_waits_on_data_and_compute_bound_does_not(private_probe_dir:
     assert slow["steps"] > 3 and busy["steps"] > 3
     assert busy["data_wait_pct"] < 20
     assert slow["data_wait_pct"] > busy["data_wait_pct"] + 15
-    # The probe saw the same from inside (median over the publications read during each run).
+    # The probe saw the same from inside: over the whole run (its last publication's
+    # cumulative wait over its elapsed time, the span the job's own figure covers), and second
+    # by second (the median of its per-interval shares). The per-interval median moved by up
+    # to 18 points from the job's figure on the loaded machine (3 runs: 0, -2, -13 points);
+    # the cumulative share stayed 5-6 points above it in the same runs.
+    last = max(slow_docs, key=lambda d: d["elapsed_s"])
+    slow_whole = 100 * last["data_wait_s"] / last["elapsed_s"]
+    assert abs(slow_whole - slow["data_wait_pct"]) < 15, (slow_whole, slow)
     slow_probe = statistics.median(d["data_wait_pct"] for d in slow_docs)
     busy_probe = statistics.median(d["data_wait_pct"] for d in busy_docs)
-    assert abs(slow_probe - slow["data_wait_pct"]) < 15, (slow_probe, slow)
     assert busy_probe < 20 and slow_probe > busy_probe + 15

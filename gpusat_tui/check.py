@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -54,6 +53,7 @@ from gpusat_tui.model import (
     Verdict,
 )
 from gpusat_tui.output import emit, say
+from gpusat_tui.stopping import stopped_by_signals
 from gpusat_tui.text import clean, clean_block
 
 __all__ = [
@@ -73,9 +73,6 @@ __all__ = [
     "run_check",
 ]
 
-#: Signals that stop a run cleanly: Ctrl-C, ``kill``, and a closed terminal or tmux pane (the
-#: tool in flight runs in its own session, so dying on the spot would leave it behind).
-STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 #: Ties between card verdicts go to the more severe, in the verdict engine's one order
 #: (stalled, imbalanced, fragmenting, starving, saturated, idle, unknown).
@@ -522,38 +519,21 @@ async def _collect(
     source: Any, builder: CheckBuilder, duration: float, tracker: Any = None
 ) -> tuple[float, int | None]:
     """Poll until ``duration`` is covered or a signal arrives. Returns (seconds, signal)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    received: list[int] = []
-
-    def on_signal(signum: int) -> None:
-        if not received:
-            received.append(signum)
-            task.cancel()
-
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
     tracker = tracker or VerdictTracker(window_s=30.0)
     start = time.monotonic()
-    try:
-        async with contextlib.aclosing(source.frames()) as frames:
-            async for frame in frames:
-                assessment = tracker.push(frame)
-                builder.add(frame, assessment)
-                # Poll k starts at k * interval: stop when the next one would start at or past
-                # the end (or when overrunning polls already used the time up).
-                next_start = builder.samples * source.interval
-                if next_start >= duration - 1e-6 or time.monotonic() - start >= duration:
-                    break
-    except asyncio.CancelledError:
-        if not received:
-            raise
-        task.uncancel()
-    finally:
-        await source.aclose()
-        for sig in STOP_SIGNALS:
-            loop.remove_signal_handler(sig)
+    async with stopped_by_signals() as received:
+        try:
+            async with contextlib.aclosing(source.frames()) as frames:
+                async for frame in frames:
+                    assessment = tracker.push(frame)
+                    builder.add(frame, assessment)
+                    # Poll k starts at k * interval: stop when the next one would start at or
+                    # past the end (or when overrunning polls already used the time up).
+                    next_start = builder.samples * source.interval
+                    if next_start >= duration - 1e-6 or time.monotonic() - start >= duration:
+                        break
+        finally:
+            await source.aclose()
     return time.monotonic() - start, (received[0] if received else None)
 
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
 from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.stopping import stopped_by_signals
 
 if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that import light
     from gpusat_tui.analysis.tracker import VerdictTracker
@@ -36,7 +36,6 @@ __all__ = ["DEFAULT_LISTEN", "parse_listen", "run_export", "serve"]
 
 DEFAULT_LISTEN = "127.0.0.1:9478"
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -84,33 +83,16 @@ def serve(state: ExportState, address: str, port: int) -> tuple[Any, str]:
 
 async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState) -> int | None:
     """Poll and publish until a stop signal; returns the signal (None if the source ended)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    received: list[int] = []
-
-    def on_signal(signum: int) -> None:
-        if not received:
-            received.append(signum)
-            task.cancel()
-
-    for sig in _STOP_SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        async with contextlib.aclosing(source.frames()) as frames:
-            async for frame in frames:
-                # No focus: the exporter serves kinds and causes, which never depend on the
-                # evidence window's figures, so none are computed (a third of the cost).
-                assessment = tracker.push(frame, focus=())
-                state.update(frame, assessment)
-    except asyncio.CancelledError:
-        if not received:
-            raise
-        task.uncancel()
-    finally:
-        await source.aclose()
-        for sig in _STOP_SIGNALS:
-            loop.remove_signal_handler(sig)
+    async with stopped_by_signals() as received:
+        try:
+            async with contextlib.aclosing(source.frames()) as frames:
+                async for frame in frames:
+                    # No focus: the exporter serves kinds and causes, which never depend on
+                    # the evidence window's figures, so none are computed (a third of the cost).
+                    assessment = tracker.push(frame, focus=())
+                    state.update(frame, assessment)
+        finally:
+            await source.aclose()
     return received[0] if received else None
 
 

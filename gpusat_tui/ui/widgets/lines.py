@@ -252,8 +252,9 @@ class PlannedLines(LineWidget):
 
     `replan` builds the plan for the current size (cheap: strings only), compares it with the
     last one and asks Textual to repaint only the lines that differ; `render_line` turns a
-    planned line into a `Strip` once. What changes per poll is then exactly what is repainted,
-    without each widget keeping its own per-line bookkeeping.
+    planned line into a `Strip` when it is repainted (`LineWidget` keeps it until then). What
+    changes per poll is then exactly what is repainted, without each widget keeping its own
+    per-line bookkeeping.
     """
 
     styles_only = True  # every planned part is the widget's style or a component class's
@@ -262,7 +263,6 @@ class PlannedLines(LineWidget):
         super().__init__(id=id, classes=classes)
         self._plan: list[Line] = []
         self._plan_size: tuple[int, int] = (-1, -1)
-        self._strips: dict[int, Strip] = {}
 
     def plan(self, width: int, height: int) -> list[Line]:
         """Every line of the widget at this size (subclasses)."""
@@ -280,7 +280,6 @@ class PlannedLines(LineWidget):
         old, self._plan = self._plan, new
         if size != self._plan_size:
             self._plan_size = size
-            self._strips.clear()
             self.refresh()
             return
         width = size[0]
@@ -288,8 +287,6 @@ class PlannedLines(LineWidget):
             y for y in range(max(len(old), len(new)))
             if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None)
         ]
-        for y in changed:
-            self._strips.pop(y, None)
         # Runs of changed lines as one region each: fewer regions for the compositor to
         # intersect with every widget (a scrolling chart changes all of its rows at once).
         regions: list[Region] = []
@@ -302,10 +299,6 @@ class PlannedLines(LineWidget):
         if regions:
             self.refresh(*regions)
 
-    def notify_style_update(self) -> None:
-        self._strips = {}
-        super().notify_style_update()
-
     def on_resize(self) -> None:
         self.replan()
 
@@ -315,24 +308,18 @@ class PlannedLines(LineWidget):
             # Asked to draw at a size not planned for yet (the first paint, a resize).
             self._plan_size = (width, height)
             self._plan = self.plan(width, height)
-            self._strips.clear()
-        strip = self._strips.get(y)
-        if strip is not None:
-            return strip
         base = self.base_style
         if y >= len(self._plan):
-            strip = Strip.blank(width, base)
-        else:
-            styles = self._part_styles or {}
-            segments = [
-                Segment(text, (styles.get(part) or self.part_style(part)) if part else base)
-                for text, part in self._plan[y]
-                if text
-            ]
-            # Planned lines are mostly chart glyphs and ASCII: measured here without rich's
-            # cached per-string lookup (a new string per row per poll only fills its cache).
-            strip = Strip(segments, sum(cells(text) for text, _ in self._plan[y]))
-            if strip.cell_length != width:
-                strip = strip.adjust_cell_length(width, base)
-        self._strips[y] = strip
+            return Strip.blank(width, base)
+        styles = self._part_styles or {}
+        segments = [
+            Segment(text, (styles.get(part) or self.part_style(part)) if part else base)
+            for text, part in self._plan[y]
+            if text
+        ]
+        # Planned lines are mostly chart glyphs and ASCII: measured here without rich's
+        # cached per-string lookup (a new string per row per poll only fills its cache).
+        strip = Strip(segments, sum(cells(text) for text, _ in self._plan[y]))
+        if strip.cell_length != width:
+            strip = strip.adjust_cell_length(width, base)
         return strip

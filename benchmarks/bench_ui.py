@@ -23,6 +23,7 @@ Figures:
 from __future__ import annotations
 
 import argparse
+import compileall
 import math
 import os
 import shlex
@@ -293,6 +294,11 @@ def main() -> int:
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes]
     print(f"machine: {psutil.cpu_count()} CPUs, python {sys.version.split()[0]}, "
           f"load {os.getloadavg()[0]:.1f}")
+    # Start-up as an installed copy has it: with bytecode (pip compiles on install; a source
+    # tree run with PYTHONDONTWRITEBYTECODE set would compile ~80 modules at every start).
+    for tree in (REPO, args.compare):
+        if tree is not None:
+            compileall.compile_dir(tree / "gpusat_tui", quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         fake = make_bin(root, hung=False)

@@ -27,6 +27,8 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import var
@@ -279,6 +281,16 @@ class GpusatApp(App[int]):
         self.status = CachedStatic("", id="status")
 
     # --- layout ------------------------------------------------------------------------------
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, except its Linux terminal driver becomes `QuietLinuxDriver` (no
+        input-thread wake-ups while nobody types: 1.3 ms CPU/s less)."""
+        driver = super().get_driver_class()
+        if driver is LinuxDriver:
+            from gpusat_tui.ui.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     def compose(self) -> ComposeResult:
         if self.banner:

@@ -12,8 +12,8 @@ Figures:
    (every card's block) and in the single-card view (``o``). Its own CPU (all its threads, as
    the scheduler counts it in ``/proc/<pid>/task/*/schedstat``) is reported apart from the CPU
    of the tool processes it ran (reaped children and the running stream child, tick-sampled).
-   ``--compare DIR``: the same sizes, back to back, for another checkout (e.g. ``git archive
-   main``), run from DIR with this interpreter, so both see the same machine load.
+   ``--compare DIR``: the same sizes and views, back to back, for another checkout (e.g.
+   ``git archive main``), run from DIR with this interpreter, so both see the same load.
 3. With a second tool (hy-smi) that hangs on every call (``--hung``; killed at its timeout; once
    it has hung twice in a row the live source backs off): CPU and key-press-to-repaint latency
    (send Right, poll ``capture-pane`` every 5 ms until the selection moved; includes tmux's
@@ -304,7 +304,8 @@ def main() -> int:
         fake = make_bin(root, hung=False)
         for size in sizes:
             if args.compare is not None:
-                run_size(root, fake, size, args.seconds, args.compare, "compare", ("only",))
+                run_size(root, fake, size, args.seconds, args.compare, "compare",
+                         ("overview", "card"))
             run_size(root, fake, size, args.seconds, REPO, "this", ("overview", "card"))
         if args.hung:
             pane = Pane(root, make_bin(root, True), "hung")

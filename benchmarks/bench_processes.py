@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 import psutil  # noqa: E402
 
 from gpusat_tui.model import CardProcess  # noqa: E402
-from gpusat_tui.processes import ProcessMonitor, _ProcfsReader  # noqa: E402
+from gpusat_tui.processes import ProcessMonitor  # noqa: E402
+from gpusat_tui.procfs import ProcfsReader  # noqa: E402
 
 FAKE_TREE = ROOT / "tests" / "jobs" / "fake_tree.py"
 
@@ -102,10 +103,10 @@ def run_case(label: str, n_trainers: int, n_workers: int, machine: int, ticks: i
         # Processes younger than YOUNG_S are re-read at every rescan (they may still rename
         # themselves): measure once right after start, and once when all are older.
         phases = [("just started", [True]),
-                  (f"older than {_ProcfsReader.YOUNG_S:.0f} s", [True, False])]
+                  (f"older than {ProcfsReader.YOUNG_S:.0f} s", [True, False])]
         for phase, readers in phases:
             if phase != "just started":
-                time.sleep(max(0.0, _ProcfsReader.YOUNG_S + 1.0 - (time.monotonic() - started)))
+                time.sleep(max(0.0, ProcfsReader.YOUNG_S + 1.0 - (time.monotonic() - started)))
             for reader in readers:
                 for mode, (listed, explicit) in modes.items():
                     if not reader and mode != "--pid":

@@ -296,7 +296,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from gpusat_tui.report import run_report
 
         return run_report(args)
-    from gpusat_tui.ui.app import run_app
+    from gpusat_tui.ui.entry import run_app
 
     return run_app(args)
 

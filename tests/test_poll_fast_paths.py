@@ -26,7 +26,9 @@ from gpusat_tui.collectors import nvidia_smi
 from gpusat_tui.collectors.base import NA_TOKENS, num
 from gpusat_tui.collectors.records import LineRecords, RowGroups
 from gpusat_tui.model import CardProcess, HostSample, ProcessSample
-from gpusat_tui.processes import ProcessMonitor, ProcessReport, _ProcfsReader, _PsutilReader
+from gpusat_tui.proc_readers import PsutilReader
+from gpusat_tui.processes import ProcessMonitor, ProcessReport
+from gpusat_tui.procfs import ProcfsReader
 from gpusat_tui.sources.streams import SETTLE_S, ToolStream
 from tests.fakes.tool import FakeBin
 from tests.test_live import MAIN, card, source, toy_render, toy_spec
@@ -135,7 +137,7 @@ def reference_host(times: object) -> tuple[float, float, float | None]:
 
 def test_host_cpu_from_proc_stat_is_psutils_figure(tmp_path: Path) -> None:
     (tmp_path / "stat").write_text(STAT)
-    reader = _ProcfsReader(root=str(tmp_path))
+    reader = ProcfsReader(root=str(tmp_path))
     ticks = reader.clock_ticks
     fields = [float(x) / ticks for x in STAT.split("\n")[0].split()[1:]]
     scputimes = type(psutil.cpu_times())
@@ -154,13 +156,13 @@ def test_host_cpu_off_the_usual_layout_asks_psutil(
     fixed = scputimes(*[float(i + 1) for i in range(len(scputimes._fields))])
     monkeypatch.setattr(psutil, "cpu_times", lambda: fixed)
     (tmp_path / "stat").write_text("intr 1 2 3\n")
-    assert _ProcfsReader(root=str(tmp_path)).host_cpu() == reference_host(fixed)
-    assert _ProcfsReader(root=str(tmp_path / "none")).host_cpu() == reference_host(fixed)
-    assert _PsutilReader.host_cpu() == reference_host(fixed)
+    assert ProcfsReader(root=str(tmp_path)).host_cpu() == reference_host(fixed)
+    assert ProcfsReader(root=str(tmp_path / "none")).host_cpu() == reference_host(fixed)
+    assert PsutilReader.host_cpu() == reference_host(fixed)
 
 
 def test_the_live_host_figure_is_psutils() -> None:
-    mine, theirs = _ProcfsReader().host_cpu(), reference_host(psutil.cpu_times())
+    mine, theirs = ProcfsReader().host_cpu(), reference_host(psutil.cpu_times())
     # Read a moment apart: the same counters, a few ticks on.
     assert mine[0] == pytest.approx(theirs[0], abs=1.0)
     assert mine[1] == pytest.approx(theirs[1], abs=1.0)
@@ -208,7 +210,7 @@ def test_only_a_full_scan_is_left_to_sample() -> None:
     clock.reads = 0
     # A rescan every tick (1 s apart, rescan_s 1): the full ones are every FULL_EVERY-th.
     monitor = ProcessMonitor(pids=[os.getpid()], rescan_s=1.0, clock=clock, use_procfs=True)
-    every = _ProcfsReader.FULL_EVERY
+    every = ProcfsReader.FULL_EVERY
     assert ticks_left_to_sample(monitor, clock, 2 * every + 1, 1.0) == [0, every, 2 * every]
     assert clock.reads == 2 * every + 1  # one reading per tick, deferred or not
     # Steady ticks between rescans (3 s apart) are all done on the caller's thread.

@@ -23,12 +23,9 @@ import pytest
 from gpusat_tui import processes as procmod
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, ProcessSample
-from gpusat_tui.processes import (
-    ProcessMonitor,
-    ProcessReport,
-    hidepid_from_mounts,
-    parse_proc_stat,
-)
+from gpusat_tui.proc_readers import ProcStat, hidepid_from_mounts
+from gpusat_tui.processes import ProcessMonitor, ProcessReport
+from gpusat_tui.procfs import ProcfsReader, parse_proc_stat
 from tests.proctree import kill_group, subreaper
 
 JOBS = Path(__file__).parent / "jobs"
@@ -329,15 +326,15 @@ def test_worker_killed_mid_read_is_dropped(
     victim, survivor = children
     monitor = ProcessMonitor(pids=[os.getpid()])
     monitor.sample()
-    real_stat = procmod._ProcfsReader.stat
+    real_stat = ProcfsReader.stat
 
-    def kill_then_read(self: procmod._ProcfsReader, pid: int, handle: object = None):
+    def kill_then_read(self: ProcfsReader, pid: int, handle: object = None):
         if pid == victim.pid:  # dies after being listed, just before being read
             victim.kill()
             victim.wait()
         return real_stat(self, pid, handle)
 
-    monkeypatch.setattr(procmod._ProcfsReader, "stat", kill_then_read)
+    monkeypatch.setattr(ProcfsReader, "stat", kill_then_read)
     report = monitor.sample()
     assert [p.pid for p in report.processes] == [os.getpid(), survivor.pid]
     assert report.errors == []
@@ -496,13 +493,13 @@ def test_reused_pid_is_a_new_process(
     monitor.sample()
     time.sleep(0.05)
     assert monitor.sample().processes[1].cpu_pct is not None
-    real_stat = procmod._ProcfsReader.stat
+    real_stat = ProcfsReader.stat
 
-    def reborn(self: procmod._ProcfsReader, p: int, handle: object = None) -> procmod.ProcStat:
+    def reborn(self: ProcfsReader, p: int, handle: object = None) -> ProcStat:
         st = real_stat(self, p, handle)
         return st._replace(start=st.start + 1, cpu_s=st.cpu_s + 50) if p == pid else st
 
-    monkeypatch.setattr(procmod._ProcfsReader, "stat", reborn)
+    monkeypatch.setattr(ProcfsReader, "stat", reborn)
     assert [p.pid for p in monitor.sample().processes] == [os.getpid()]  # old one is gone
     again = monitor.sample()  # found again by the rescan: a new process, first tick
     assert [(p.pid, p.cpu_pct) for p in again.processes[1:]] == [(pid, None)]
@@ -548,7 +545,7 @@ def test_a_broken_scan_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(self: object) -> object:
         raise RuntimeError("procfs on fire")
 
-    monkeypatch.setattr(procmod._ProcfsReader, "scan", boom)
+    monkeypatch.setattr(ProcfsReader, "scan", boom)
     monitor = ProcessMonitor()
     report = monitor.sample()
     assert report.processes == []
@@ -581,7 +578,7 @@ def _stat_line(name: bytes, state: bytes = b"S", ppid: int = 1) -> bytes:
 
 def test_parse_proc_stat_reads_the_fields_we_use() -> None:
     st = parse_proc_stat(_stat_line(b"pt_data_worker", b"D", 77), clock_ticks=100)
-    assert st == procmod.ProcStat("pt_data_worker", "disk-sleep", 77, 4.0, 12345.0, 7)
+    assert st == ProcStat("pt_data_worker", "disk-sleep", 77, 4.0, 12345.0, 7)
 
 
 def test_parse_proc_stat_name_with_spaces_and_parens() -> None:
@@ -640,12 +637,12 @@ def test_a_young_process_renamed_after_discovery_is_found_by_the_next_rescan(
 def test_an_old_process_renamed_late_is_found_by_the_periodic_full_scan(
     children: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(procmod._ProcfsReader, "YOUNG_S", -1e9)  # nobody counts as young
+    monkeypatch.setattr(ProcfsReader, "YOUNG_S", -1e9)  # nobody counts as young
     children.append(late_worker())
     monitor = ProcessMonitor(pids=[os.getpid()], rescan_s=0.0)
     assert worker_pids(monitor.sample()) == []  # scan 0: full
     rename_now(children[0])
-    every = procmod._ProcfsReader.FULL_EVERY
+    every = ProcfsReader.FULL_EVERY
     seen = [worker_pids(monitor.sample()) for _ in range(1, every + 1)]
     assert seen == [[]] * (every - 1) + [[children[0].pid]]  # cached until scan FULL_EVERY
 

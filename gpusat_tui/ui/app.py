@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import threading
 import time
-from argparse import Namespace
-from collections.abc import Callable, Collection
-from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
@@ -32,26 +28,22 @@ from textual.drivers.linux_driver import LinuxDriver
 from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import var
-from textual.strip import Strip
 from textual.widgets import Footer, Static
 
-from gpusat_tui.errors import GpusatError, ToolMissing
-from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, ProbeSample, Verdict
+from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
+from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
 from gpusat_tui.ui.text import clean
-from gpusat_tui.ui.widgets.badge import badge_word
+from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
-from gpusat_tui.ui.widgets.lines import LineWidget
+from gpusat_tui.ui.widgets.job_line import JobLine
 from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
 from gpusat_tui.ui.widgets.panel import CardDetail
 from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
-
-#: The bundled demo session replayed by ``--fallback-demo`` (package data).
-DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
 
 #: Replay speeds offered by +/-.
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -60,84 +52,9 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 #: anyway (see `GpusatApp._exit_on_signal`).
 _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
-_BOLD = Style(bold=True)
-
 
 #: The key of the job's verdict in a tracker's focus (analysis.verdict.JOB_KEY).
 JOB_KEY = "job"
-
-
-#: Frames shown before the start-up heap is frozen (`settle_heap`): imports, the first
-#: layouts and the verdict windows' first frames are behind it by then.
-FREEZE_HEAP_AFTER = 3
-
-
-def settle_heap() -> None:
-    """Collect once, then move every object alive to the collector's permanent generation.
-
-    The ~80,000 objects of start-up (modules, the widget tree, the stylesheet) live as long as
-    the app, yet each full collection walked them all again: measured at 60-80 ms per full
-    collection, one every ~25 s in the 160×50 overview, plus the young collections. Frozen,
-    they are never traversed again; what the app allocates afterwards is collected as usual.
-    Cost: one collection at start-up (~20 ms), and start-up garbage the first collection
-    missed (none is known) would be kept for good.
-    """
-    gc.collect()
-    gc.freeze()
-
-
-class Tracker(Protocol):
-    """What the app needs from the verdict engine (analysis.tracker.VerdictTracker)."""
-
-    def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment: ...
-
-    def explain(self, key: str) -> Verdict | None: ...
-
-    def reset(self) -> None: ...
-
-
-class UnknownTracker:
-    """Stand-in used only when the verdict engine cannot be imported: says so, never guesses."""
-
-    def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
-        why = ["verdict engine not available in this install"]
-        verdict = Verdict(kind="unknown", why=why)
-        return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
-
-    def explain(self, key: str) -> Verdict | None:
-        return None
-
-    def reset(self) -> None:
-        return None
-
-
-def default_tracker() -> Tracker:
-    """The real verdict tracker, or `UnknownTracker` if that module is missing."""
-    try:
-        from gpusat_tui.analysis.tracker import VerdictTracker
-    except ImportError:
-        return UnknownTracker()
-    return VerdictTracker()
-
-
-def process_cpu_sampler(
-    cpu: Callable[[], float] = time.process_time, clock: Callable[[], float] = time.monotonic
-) -> Callable[[], float | None]:
-    """CPU % of this process (all its threads) since the previous call; None on the first.
-
-    From ``time.process_time`` (the kernel's exact per-process count), not psutil's figure,
-    which moves in 10 ms clock ticks: at ~1 % of a core over 5 s that is ±0.2 % of noise.
-    """
-    last: list[float] = [cpu(), clock()]
-
-    def sample() -> float | None:
-        now_cpu, now = cpu(), clock()
-        (was_cpu, was), last[:] = last, [now_cpu, now]
-        if now <= was:
-            return None
-        return max(0.0, 100.0 * (now_cpu - was_cpu) / (now - was))
-
-    return sample
 
 
 def _mmss(seconds: float | None) -> str:
@@ -146,47 +63,6 @@ def _mmss(seconds: float | None) -> str:
     seconds = max(0, int(seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
-
-
-class JobLine(LineWidget):
-    """The job's verdict above the cards (only for jobs on more than one card), one widget:
-    ``Job (8 cards)  IMBALANCED  data wait 2–41% · step 210 ms  card 3 at 41% while …``.
-
-    The probe's figures (measured inside the trainers) come before the verdict's first
-    reason; without a probe it says so in two words (the process panel says how to get one).
-    """
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "jobline--why", "jobline--probe", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
-    }
-
-    DEFAULT_CSS = """
-    JobLine { height: 1; }
-    """
-
-    def __init__(self) -> None:
-        super().__init__(id="job")
-        self.n_cards = 0
-        self.verdict = Verdict()
-        self.probe = ""
-
-    def show(self, n_cards: int, verdict: Verdict, probe: str = "") -> None:
-        if (n_cards, verdict, probe) != (self.n_cards, self.verdict, self.probe):
-            self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
-            self.refresh()
-
-    def render_line(self, y: int) -> Strip:
-        if y:
-            return self.blank()
-        verdict = self.verdict
-        kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
-        first = verdict.why[0] if verdict.why else ""
-        return self.fit(self.strip_parts([
-            (f"Job ({self.n_cards} cards) ", self.base_style + _BOLD),
-            (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
-            (f" {self.probe or 'no probe'} ", self.part_style("jobline--probe")),
-            (f" {clean(first, 120)}", self.part_style("jobline--why")),
-        ]))
 
 
 class GpusatApp(App[int]):
@@ -712,87 +588,3 @@ class GpusatApp(App[int]):
         self._update_status()
 
 
-# --- command line ------------------------------------------------------------------------------
-
-
-def build_app(args: Namespace) -> GpusatApp:
-    """The app for parsed CLI args: replay, live, demo fallback or the no-tool screen.
-
-    Raises `GpusatError` for a recording that cannot be read (one clear message, no TUI).
-    """
-    record = getattr(args, "record", None)
-    source: Any
-    banner = None
-    interval: float | None = None
-    tracker = None
-    if getattr(args, "prometheus", None):  # the fleet view (sources/fleet.py)
-        from gpusat_tui.sources.fleet import build_fleet
-
-        source, tracker = build_fleet(args.prometheus, args.match or (), args.interval)
-        interval = args.interval
-    elif getattr(args, "replay", None):
-        from gpusat_tui.sources.replay import ReplaySource
-
-        source = ReplaySource(
-            args.replay, speed=args.speed, follow=getattr(args, "follow", False)
-        )
-    else:
-        from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
-
-        live = LiveSource(
-            interval=args.interval, overrides=args.tool, pids=args.pid,
-            enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
-        )
-        try:
-            live.discover()
-            source = live
-            interval = args.interval
-        except ToolMissing as exc:
-            if not getattr(args, "fallback_demo", False):
-                return GpusatApp(None, no_tool=str(exc))
-            from gpusat_tui.sources.replay import ReplaySource
-
-            source = ReplaySource(DEMO_SESSION, speed=args.speed)
-            banner = (
-                "DEMO: no accelerator tool was found on this machine, so this is a replay of "
-                "a recorded demo session, not your hardware. Run without --fallback-demo to "
-                "see what was searched."
-            )
-            record = None  # recording a replayed demo would only copy the demo
-    if record:
-        from gpusat_tui.sources.recorder import RecordingSource, make_header, rotation_limits
-
-        tools = dict(getattr(source, "versions", {}) or {})
-        for tool in getattr(source, "tools", {}) or {}:
-            tools.setdefault(tool, None)
-        header = make_header(tools, args.interval)
-        from gpusat_tui.cli import record_mode
-
-        replayed = getattr(args, "replay", None) or []
-        source = RecordingSource(
-            source, record, header, mode=record_mode(args),  # type: ignore[arg-type]
-            protect=list(replayed), **rotation_limits(args),
-        )
-    view = getattr(args, "view", "auto")
-    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker,
-                     view=None if view == "auto" else view, freeze_heap=True)
-
-
-def run_app(args: Namespace) -> int:
-    """Entry point for ``gpusat-tui`` without a sub-command; returns the exit status."""
-    try:
-        app = build_app(args)
-    except GpusatError as exc:
-        from gpusat_tui.output import say
-
-        say("gpusat-tui", exc)
-        return 2
-    result = app.run()
-    failure = getattr(app.source, "failure", None)
-    if failure:  # the recording stopped (disk full...): said on the status line, and here
-        from gpusat_tui.output import say
-
-        say("gpusat-tui", failure)
-    if app.no_tool is not None:
-        return 2
-    return int(app.return_code or result or 0)

@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from gpusat_tui.model import Assessment, Frame, ProcessSample, ToolError, Verdict
-from gpusat_tui.ui.app import GpusatApp, UnknownTracker
+from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.tracking import UnknownTracker
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from tests.ui.conftest import (
     T0,

@@ -12,8 +12,9 @@ from gpusat_tui.model import Frame, RecordingHeader
 from gpusat_tui.sources.live import LiveSource
 from gpusat_tui.sources.recorder import Recorder
 from gpusat_tui.sources.replay import ReplaySource
-from gpusat_tui.ui import app as app_module
-from gpusat_tui.ui.app import GpusatApp, build_app, run_app
+from gpusat_tui.ui import entry as app_module
+from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.entry import build_app, run_app
 from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin
 from tests.ui.conftest import T0, FixedTracker, card, screen_text, settle
@@ -149,7 +150,7 @@ def test_live_args_reach_the_live_source(fake_bin: FakeBin,
 async def test_the_command_line_app_freezes_its_start_up_heap_once(tmp_path: Path) -> None:
     import gc
 
-    from gpusat_tui.ui.app import FREEZE_HEAP_AFTER
+    from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER
 
     session = write_session(tmp_path / "run.jsonl", n=FREEZE_HEAP_AFTER + 2)
     frozen_before = gc.get_freeze_count()

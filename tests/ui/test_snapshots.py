@@ -14,7 +14,8 @@ from collections.abc import Callable
 import pytest
 
 from gpusat_tui.model import CardReading, ProbeSample, ProcessSample, Verdict, VerdictKind
-from gpusat_tui.ui.app import GpusatApp, UnknownTracker
+from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.tracking import UnknownTracker
 from tests.ui.conftest import (
     T0,
     FixedTracker,

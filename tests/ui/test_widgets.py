@@ -163,7 +163,7 @@ def test_spark_rows_match_the_plain_definition(values: list[float | None], width
 
 
 def test_own_cpu_sampler_is_the_cpu_share_since_the_last_call() -> None:
-    from gpusat_tui.ui.app import process_cpu_sampler
+    from gpusat_tui.ui.self_cost import process_cpu_sampler
 
     cpu, wall = [10.0], [100.0]
     sample = process_cpu_sampler(lambda: cpu[0], lambda: wall[0])

@@ -7,6 +7,7 @@ it can tell the two apart (stock wakes about ten times a second).
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -17,6 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from textual.drivers.linux_driver import LinuxDriver
+
+from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.driver import QuietLinuxDriver
 
 REPO = Path(__file__).resolve().parents[2]
 APP = Path(__file__).with_name("quiet_input_app.py")
@@ -131,3 +136,11 @@ def test_keys_lone_escape_and_quit_after_idle(tmp_path: Path) -> None:
         p.tmux("send-keys", "-t", "q", "q")
         p.wait_line("key q", timeout=5)
         assert p.wait_gone(timeout=5) < 5
+
+
+def test_the_dashboard_runs_on_the_quiet_driver() -> None:
+    """What the tests above measure is what the dashboard uses (Textual's choice otherwise)."""
+    if os.environ.get("TEXTUAL_DRIVER") or not sys.platform.startswith("linux"):
+        pytest.skip("Textual's driver is chosen by TEXTUAL_DRIVER, or this is not Linux")
+    assert issubclass(QuietLinuxDriver, LinuxDriver)
+    assert GpusatApp(None, no_tool="none").driver_class is QuietLinuxDriver

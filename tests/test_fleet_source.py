@@ -16,7 +16,7 @@ import pytest
 
 from gpusat_tui.analysis.fleet import FleetTracker, lagging_hosts
 from gpusat_tui.errors import GpusatError
-from gpusat_tui.model import CardReading, Frame
+from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
 from gpusat_tui.sources.fleet import (
     FleetError,
     FleetSource,
@@ -132,6 +132,76 @@ def test_odd_series_are_skipped_and_labels_cleaned() -> None:
     assert cards[1].name is not None and "\x1b" not in cards[1].name and "\x07" not in cards[1].name
     assert any("voodoo" in n for n in answer.notes)
     assert clean_label("x" * 200).endswith("…") and len(clean_label("x" * 200)) == 64
+
+
+def _exposed_as_answer(frame: Frame, assessment: Assessment) -> dict[str, Any]:
+    """One exporter poll, through the real text exposition, as an instant query's answer."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gpusat_tui.export_metrics import ExportCollector, ExportState
+
+    state = ExportState(host="node-m")
+    state.update(frame, assessment)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ExportCollector(state))
+    text = generate_latest(registry).decode()
+    result = [
+        {"metric": {"__name__": sample.name, **sample.labels},
+         "value": [frame.t, str(sample.value)]}
+        for family in text_string_to_metric_families(text) for sample in family.samples
+    ]
+    return {"resultType": "vector", "result": result}
+
+
+def test_mig_instances_of_one_card_stay_apart_through_the_exporter() -> None:
+    """Two MIG instances share their card's index: the fleet view tells them apart by the
+    exporter's ``card`` label, figures and verdicts alike (they were one card before)."""
+    cards = [
+        CardReading(vendor="nvidia", index=0, instance="mig1", util_pct=90.0, power_w=100.0,
+                    mem_used_mib=9000.0, mem_total_mib=10000.0),
+        CardReading(vendor="nvidia", index=0, instance="mig2", util_pct=10.0, power_w=100.0,
+                    mem_used_mib=1000.0, mem_total_mib=10000.0),
+        CardReading(vendor="nvidia", index=1, util_pct=55.0),
+    ]
+    verdicts = {"nvidia:0/mig1": Verdict(kind="saturated"),
+                "nvidia:0/mig2": Verdict(kind="starving", cause="input-bound"),
+                "nvidia:1": Verdict(kind="idle")}
+    answer = frame_from_answer(_exposed_as_answer(
+        Frame(t=100.0, seq=1, cards=cards), Assessment(cards=verdicts, job=Verdict())
+    ))
+    by_id = {c.id: c for c in answer.cards.values()}
+    assert sorted(by_id) == ["node-m/nvidia:0/mig1", "node-m/nvidia:0/mig2", "node-m/nvidia:1"]
+    assert by_id["node-m/nvidia:0/mig1"].util_pct == pytest.approx(90.0)
+    assert by_id["node-m/nvidia:0/mig2"].util_pct == pytest.approx(10.0)
+    assert by_id["node-m/nvidia:0/mig2"].mem_used_mib == pytest.approx(1000.0)
+    assert by_id["node-m/nvidia:0/mig1"].instance == "mig1"
+    assert by_id["node-m/nvidia:1"].instance is None
+    assert answer.verdicts == {
+        "node-m/nvidia:0/mig1": RemoteVerdict("saturated"),
+        "node-m/nvidia:0/mig2": RemoteVerdict("starving", "input-bound"),
+        "node-m/nvidia:1": RemoteVerdict("idle"),
+    }
+
+
+def test_a_card_label_that_is_no_card_id_is_skipped_with_a_note() -> None:
+    def series(card: str | None) -> dict[str, Any]:
+        labels = {"__name__": "gpusat_card_utilization_ratio", "host": "h", "vendor": "nvidia",
+                  "index": "0"}
+        if card is not None:
+            labels["card"] = card
+        return {"metric": labels, "value": [1.0, "0.5"]}
+
+    answer = frame_from_answer({"result": [
+        series("nvidia:0/\x1b[31mmig"), series("nvidia:0/a/b"), series("nvidia:0/"),
+    ]})
+    assert answer.cards == {}
+    assert len(answer.notes) == 3 and all("not vendor:index/instance" in n for n in answer.notes)
+    assert "\x1b" not in " ".join(answer.notes)
+    # No card label (an exporter before the label) or a whole card's: the whole card.
+    for card in (None, "nvidia:0", "other/nvidia:0"):
+        ids = [c.id for c in frame_from_answer({"result": [series(card)]}).cards.values()]
+        assert ids == ["h/nvidia:0"], card
 
 
 def test_matchers_are_parsed_and_quoted() -> None:

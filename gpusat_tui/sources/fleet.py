@@ -240,10 +240,16 @@ def host_of(labels: Mapping[str, str]) -> str:
     return clean_label(labels.get("host") or labels.get("instance") or "?") or "?"
 
 
-_CardKey = tuple[str, str, int]
+#: (host, vendor, index, instance): the instance is "" for a whole card, so keys sort.
+_CardKey = tuple[str, str, int, str]
+
+#: What a part of a card (a MIG instance) may be called in a card id (`CardReading.instance`).
+_INSTANCE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
 
 def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> _CardKey | None:
+    """Which card a series is for. The parts of one card (MIG instances) share its index: the
+    exporter's ``card`` label tells them apart (``nvidia:0/mig1``)."""
     vendor = labels.get("vendor")
     host = host_of(labels)
     if vendor not in VENDORS:
@@ -254,7 +260,23 @@ def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> _CardKey | N
     except ValueError:
         notes.setdefault(f"{host}: card without a numeric index skipped", None)
         return None
-    return host, vendor, index
+    card = str(labels.get("card") or "")
+    _, whole, instance = card.rpartition(f"{vendor}:{index}")
+    if not whole or not instance:
+        return host, vendor, index, ""
+    instance = instance[1:] if instance.startswith("/") else ""
+    if not _INSTANCE.fullmatch(instance):
+        notes.setdefault(
+            f"{host}: card {clean_label(card)!r} is not vendor:index/instance, skipped", None
+        )
+        return None
+    return host, vendor, index, instance
+
+
+def _key_id(key: _CardKey) -> str:
+    """The id the `CardReading` of ``key`` has (``host/vendor:index[/instance]``)."""
+    host, vendor, index, instance = key
+    return f"{host}/{vendor}:{index}/{instance}" if instance else f"{host}/{vendor}:{index}"
 
 
 @dataclass
@@ -298,13 +320,12 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         if labels.get(BUSY_LABEL) == "busy_ratio":
             share = _number(value[1])
             if share is not None:
-                busy.setdefault(f"{key[0]}/{key[1]}:{key[2]}", share)
+                busy.setdefault(_key_id(key), share)
             continue
         if name == "gpusat_card_verdict":
             kind = labels.get("kind")
             if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
-                card_id = f"{key[0]}/{key[1]}:{key[2]}"
-                verdicts.setdefault(card_id, RemoteVerdict(kind, labels.get("cause") or None))
+                verdicts.setdefault(_key_id(key), RemoteVerdict(kind, labels.get("cause") or None))
             continue
         target = FIGURES.get(str(name))
         if target is None:
@@ -321,11 +342,12 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
 
 
 def _reading(key: _CardKey, entry: dict[str, Any]) -> CardReading:
-    host, vendor, index = key
+    host, vendor, index, instance = key
     values = dict(entry)
     if not values.get("stale_s"):
         values["stale_s"] = None  # 0 = fresh on the exporter
-    return CardReading(vendor=vendor, index=index, host=host, tool="prometheus", **values)  # type: ignore[arg-type]
+    return CardReading(vendor=vendor, index=index, instance=instance or None,  # type: ignore[arg-type]
+                       host=host, tool="prometheus", **values)
 
 
 def history_frames(data: Mapping[str, Any]) -> list[Frame]:

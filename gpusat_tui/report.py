@@ -3,7 +3,7 @@
 Headless (never imports Textual). Per card: time spent in each verdict, util / power / VRAM
 timelines drawn with plotext, the worst stretches with their why and advice; ``--json`` gives the
 same per-card figures in the ``check --json`` shape plus ``verdict_share`` (fraction of the
-session per verdict kind) per card and for the job.
+session per verdict kind) per card and for the job. The text is written by `report_text`.
 
 How a session is judged depends on its size, because judging is the costly part (the verdict
 engine spends ~1 ms per card per poll on a 30 s window):
@@ -30,9 +30,7 @@ import os
 import shutil
 import sys
 from collections import Counter, deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -46,15 +44,13 @@ from gpusat_tui.check import (
     CheckReport,
     CheckVerdict,
     overall_verdict,
-    probe_line,
-    probe_who,
 )
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
 from gpusat_tui.output import emit, say
+from gpusat_tui.report_text import render_text
 from gpusat_tui.sources.codec import stream_size
 from gpusat_tui.sources.reader import FrameReader, RecordingPaths, last_frame, read_recording
-from gpusat_tui.text import clean, clean_block
 
 __all__ = [
     "EXACT_CARD_POLLS",
@@ -74,7 +70,7 @@ EXACT_CARD_POLLS = 2400
 MAX_WINDOWS = 96
 #: A gap between polls counts as at most this many intervals of the verdict before it.
 GAP_INTERVALS = 3.0
-#: A stretch is explained by the verdict this many polls before its end (see `_Runs`).
+#: A stretch is explained by the verdict this many polls before its end (see `Runs`).
 EXPLAIN_LAG_POLLS = 4
 #: Kinds that make a stretch "worst" (idle and unknown are not a training problem).
 BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced", "stalled")
@@ -131,7 +127,7 @@ class ReportJSON(CheckReport):
 
 
 @dataclass
-class _Runs:
+class Runs:
     """Time per kind and the runs of equal verdicts of one card (or the job).
 
     A run's why/advice are those of the verdict ``lag`` polls before its end: the tracker's
@@ -231,8 +227,8 @@ class SessionReport:
     judged: str
     duration_s: float
     samples: int
-    cards: dict[str, _Runs]
-    job: _Runs
+    cards: dict[str, Runs]
+    job: Runs
     timeline: _Timeline
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -241,7 +237,7 @@ class SessionReport:
         base = self.builder.report(self.duration_s)
         cards: list[ReportCard] = []
         for card in base.cards:
-            runs = self.cards.get(card.id, _Runs())
+            runs = self.cards.get(card.id, Runs())
             kind = runs.dominant()
             longest = runs.longest(kind)
             verdict = CheckVerdict(
@@ -351,8 +347,8 @@ def _analyse_exact(
 ) -> SessionReport:
     tracker = VerdictTracker(window_s=30.0)
     builder = CheckBuilder()
-    cards: dict[str, _Runs] = {}
-    job = _Runs(lag=EXPLAIN_LAG_POLLS)
+    cards: dict[str, Runs] = {}
+    job = Runs(lag=EXPLAIN_LAG_POLLS)
     t0 = first.t
     prev: tuple[Frame, Assessment] | None = None
     interval: float | None = header.interval_s if header.interval_s else None
@@ -360,7 +356,7 @@ def _analyse_exact(
     def credit(frame: Frame, assessment: Assessment, end: float) -> None:
         start = frame.t - t0
         for card_id, verdict in assessment.cards.items():
-            cards.setdefault(card_id, _Runs(lag=EXPLAIN_LAG_POLLS)).add(verdict, start, end)
+            cards.setdefault(card_id, Runs(lag=EXPLAIN_LAG_POLLS)).add(verdict, start, end)
         job.add(assessment.job, start, end)
 
     frame: Frame | None = first
@@ -408,8 +404,8 @@ def _analyse_windows(
     max_windows: int,
 ) -> SessionReport:
     builder = CheckBuilder()
-    cards: dict[str, _Runs] = {}
-    job = _Runs()
+    cards: dict[str, Runs] = {}
+    job = Runs()
     t0 = first.t
     fh = reader.fh
     size = stream_size(fh)
@@ -450,7 +446,7 @@ def _analyse_windows(
     for i, (start, assessment) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else end_of_session
         for card_id, verdict in assessment.cards.items():
-            cards.setdefault(card_id, _Runs()).add(verdict, start, end)
+            cards.setdefault(card_id, Runs()).add(verdict, start, end)
         job.add(assessment.job, start, end)
     if last.seq > first.seq:
         # The poll counter says how many polls the session made: no need to count ~1 GB of
@@ -463,168 +459,6 @@ def _analyse_windows(
         judged=f"{len(starts)} sampled windows of {window_s:g} s",
         duration_s=end_of_session, samples=samples, cards=cards, job=job, timeline=timeline,
     )
-
-
-# --- text output ------------------------------------------------------------------------------
-
-
-def _dur(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    if h:
-        return f"{h} h {m:02d} min"
-    if m:
-        return f"{m} min {s:02d} s"
-    return f"{s} s"
-
-
-def _clock(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def _share_line(runs: _Runs) -> str:
-    share = runs.share()
-    parts = [
-        f"{kind} {100 * frac:.0f} % ({_dur(runs.seconds[kind])})"
-        for kind, frac in sorted(share.items(), key=lambda kv: -kv[1])
-    ]
-    return " · ".join(parts) if parts else "no verdict"
-
-
-def _chart(xs: Sequence[float], series: dict[str, list[float | None]], width: int,
-           color: bool, span_s: float) -> str:
-    """util / power / VRAM (all in % of their maximum) against time, one plotext chart.
-
-    The legend is a line of its own (plotext's sits on top of the data). Without colour each
-    series is drawn with its own letter, so the chart still reads in a log file.
-    """
-    import plotext as plt
-
-    unit, scale = ("hours", 3600.0) if span_s >= 3 * 3600 else (
-        ("minutes", 60.0) if span_s >= 180 else ("seconds", 1.0))
-    plt.clf()
-    plt.plotsize(max(30, width), 12)
-    plt.theme("pro" if color else "clear")
-    styles = {"util": ("util %", "green", "u"), "power": ("power % of cap", "orange", "p"),
-              "vram": ("VRAM %", "cyan", "v")}
-    legend: list[str] = []
-    for name, values in series.items():
-        # Clamped to the chart's 0-100 (a card can draw a little over its cap).
-        pts = [
-            (x / scale, min(100.0, max(0.0, v)))
-            for x, v in zip(xs, values, strict=False)
-            if v is not None and math.isfinite(v) and math.isfinite(x / scale)
-        ]
-        if not pts:
-            continue
-        label, colour, mark = styles[name]
-        px, py = zip(*pts, strict=True)
-        if color:
-            plt.plot(list(px), list(py), color=colour, marker="braille")
-            legend.append(f"{colour}: {label}")
-        else:
-            plt.plot(list(px), list(py), marker=mark)
-            legend.append(f"{mark} = {label}")
-    if not legend:
-        return "  (no figures to draw)"
-    plt.ylim(0, 100)
-    plt.xlabel(unit + " since start")
-    text = plt.build()
-    chart = text if color else plt.uncolorize(text)
-    return "      " + " · ".join(legend) + "\n" + chart
-
-
-def render_text(report: SessionReport, *, width: int = 100, color: bool = False) -> str:
-    """The human report: header, job shares, then per card shares, figures, chart, stretches."""
-    data = report.to_json()
-    hdr = report.header
-    tools = ", ".join(
-        f"{clean(t, 40)} {clean(v, 40)}" if v else clean(t, 40) for t, v in hdr.tools.items()
-    ) or "no tool named"
-    when = _when(hdr.started_at)
-    lines = [
-        f"gpusat-tui report: {clean(report.path.name, 120)} — {len(data.cards)} card"
-        f"{'s' if len(data.cards) != 1 else ''}, {report.samples} polls over "
-        f"{_dur(report.duration_s)}",
-        f"recorded on {clean(hdr.host, 80) or 'an unnamed host'} at {when} with {tools}"
-        f" (gpusat-tui {clean(hdr.gpusat_tui_version, 40)}, every {hdr.interval_s or '?'} s)",
-        f"judged: {report.judged}",
-    ]
-    lines += [f"note: {clean(note, 500)}" for note in report.notes]
-    lines += ["", f"Job: {_share_line(report.job)}  →  overall: {data.verdict}"]
-    if len(data.cards) > 1:  # with one card the job's stretches are the card's
-        for stretch in data.job_worst:
-            lines += _stretch_lines(stretch)
-    # Every line but the charts' goes through clean_block as well (charts carry colour codes).
-    out = [clean_block("\n".join(lines))]
-    for card in data.cards:
-        runs = report.cards.get(card.id, _Runs())
-        part = [
-            "",
-            f"── {clean(card.id, 40)} {clean(card.name or '', 60)} ".ljust(width, "─"),
-            f"time in verdict: {_share_line(runs)}",
-            f"util % {_stats(card.util_pct)} · power W {_stats(card.power_w)}"
-            + (f" of {card.power_cap_w:.0f}" if card.power_cap_w else "")
-            + f" · VRAM % {_stats(card.mem_pct)} · temp °C {_stats(card.temp_c)}",
-        ]
-        out.append(clean_block("\n".join(part)))
-        xs, series = report.timeline.series(card.id)
-        out.append(_chart(xs, series, width, color, report.timeline.span_s))
-        part = []
-        worst = card.worst
-        if worst:
-            part.append("worst stretches:")
-            for stretch in worst:
-                part += _stretch_lines(stretch)
-        else:
-            part.append(
-                "worst stretches: none (never starving, fragmenting, imbalanced or stalled)"
-            )
-        out.append(clean_block("\n".join(part)))
-    probed = [p for p in data.processes if p.probe is not None]
-    if probed:  # issue 12: what the probe measured inside each trainer
-        part = ["", "Trainers (measured in the trainer by its probe, means over the session):"]
-        part += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
-                 for p in probed if p.probe is not None]
-        out.append(clean_block("\n".join(part)))
-    if data.errors:
-        part = ["", "Tool errors:"]
-        part += [
-            f"  [{clean(e.kind, 20)}] {clean(e.message, 500)} ({e.count} polls)"
-            for e in data.errors
-        ]
-        out.append(clean_block("\n".join(part)))
-    return "\n".join(out)
-
-
-def _when(started_at: float | None) -> str:
-    if not started_at:
-        return "unknown time"
-    try:
-        return datetime.fromtimestamp(started_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    except (OverflowError, OSError, ValueError):  # a header from a hostile or broken writer
-        return "an impossible time"
-
-
-def _stats(stats: object) -> str:
-    mean, lo, hi = (getattr(stats, k) for k in ("mean", "min", "max"))
-    if mean is None:
-        return "–"
-    return f"{mean:.0f} ({lo:.0f}–{hi:.0f})"
-
-
-def _stretch_lines(stretch: Stretch) -> list[str]:
-    kind = stretch.kind + (f" ({stretch.cause})" if stretch.cause else "")
-    out = [
-        f"  {_clock(stretch.start_s)}–{_clock(stretch.end_s)}  {kind}, {_dur(stretch.seconds)}"
-    ]
-    out += [f"      why: {clean(why, 500)}" for why in stretch.why]
-    out += [f"      try: {clean(advice, 500)}" for advice in stretch.advice]
-    return out
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -115,10 +115,10 @@ def run_export(args: argparse.Namespace) -> int:
         return 1
     polled: Any = source
     if getattr(args, "record", None):
-        from gpusat_tui.check import _recording_source
+        from gpusat_tui.check import recording_source
 
         try:
-            polled = _recording_source(args.record, source)
+            polled = recording_source(args.record, source)
         except GpusatError as exc:
             print(f"gpusat-tui export: {exc}", file=sys.stderr)
             return 2

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge
-from gpusat_tui.check import (
+from gpusat_tui.check_report import (
     CheckBuilder,
     CheckCard,
     CheckReport,

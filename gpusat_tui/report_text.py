@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from gpusat_tui.check import probe_line, probe_who
+from gpusat_tui.check_report import probe_line, probe_who
 from gpusat_tui.text import clean, clean_block
 
 if TYPE_CHECKING:  # report imports this module; these names are only annotations here

@@ -19,12 +19,8 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.check import (
-    CheckBuilder,
-    CheckReport,
-    overall_verdict,
-    render_human,
-)
+from gpusat_tui.check import render_human
+from gpusat_tui.check_report import CheckBuilder, CheckReport, overall_verdict
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec, merge_cards
 from gpusat_tui.model import Assessment, CardReading, Frame, ProcessSample, ToolError, Verdict

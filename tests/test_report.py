@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.check import CheckCard, CheckReport
+from gpusat_tui.check_report import CheckCard, CheckReport
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.report import ReportCard, ReportJSON, analyse, render_text
 from gpusat_tui.sources.recorder import Recorder, make_header

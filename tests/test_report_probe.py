@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpusat_tui.check import CheckBuilder, render_human
+from gpusat_tui.check import render_human
+from gpusat_tui.check_report import CheckBuilder
 from gpusat_tui.model import ProbeAlloc, ProbeSample, ProcessSample
 from gpusat_tui.report import analyse, render_text
 from tests.recording_helpers import simple_frame, write_recording

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import gpusat_tui.text
-from gpusat_tui.check import CheckCard, CheckError, CheckProcess, CheckReport, render_human
+from gpusat_tui.check import render_human
+from gpusat_tui.check_report import CheckCard, CheckError, CheckProcess, CheckReport
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.model import CardReading, Frame, ProcessSample, RecordingHeader, ToolError
 from gpusat_tui.output import say

@@ -14,7 +14,7 @@ from gpusat_tui.analysis.causes import CAUSE_RULES, CauseContext, Finding, find_
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import DEFAULT_THRESHOLDS, SEVERITY, Thresholds, judge
-from gpusat_tui.check import overall_verdict
+from gpusat_tui.check_report import overall_verdict
 from gpusat_tui.model import (
     VERDICT_KINDS,
     Assessment,

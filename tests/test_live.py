@@ -18,7 +18,7 @@ import pytest
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, HostSample, ProcessSample, ToolError
-from gpusat_tui.sources import FrameSource, live
+from gpusat_tui.sources import FrameSource, live, procs, tool_queries
 from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 from tests.conftest import leftover_processes, zombie_children
 from tests.fakes import FakeCard, FakeProcess
@@ -275,7 +275,7 @@ async def test_a_card_missing_from_a_good_answer_is_reported_then_dropped(
 
 
 async def test_output_flood_is_killed(fake_bin: FakeBin, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(live, "MAX_OUTPUT_BYTES", 1000)
+    monkeypatch.setattr(tool_queries, "MAX_OUTPUT_BYTES", 1000)
     fake_bin.add("toy-smi", toy_render, [[card(i) for i in range(100)]])
     frame = await source(fake_bin, toy_spec()).poll_once()
     assert frame.cards == []
@@ -289,14 +289,14 @@ async def test_output_flood_is_killed(fake_bin: FakeBin, monkeypatch: pytest.Mon
 async def test_run_tool_caps_output_and_returns_promptly(cap: int) -> None:
     # Past 128 KiB unread, asyncio pauses the pipe: reaping must still finish (no hang).
     t0 = time.monotonic()
-    with pytest.raises(live._TooMuch):
+    with pytest.raises(procs._TooMuch):
         await live.run_tool(["/bin/sh", "-c", "yes garbage"], timeout=5.0, cap=cap)
     assert time.monotonic() - t0 < 3.0
 
 
 async def test_run_tool_timeout_after_a_big_output_returns_promptly() -> None:
     t0 = time.monotonic()
-    with pytest.raises(live._Timeout):
+    with pytest.raises(procs._Timeout):
         await live.run_tool(
             ["/bin/sh", "-c", "head -c 500000 /dev/zero; sleep 30"], timeout=0.3, cap=1 << 20
         )
@@ -610,7 +610,7 @@ async def test_polls_never_overlap_and_keep_a_fixed_schedule_without_backlog(
     running = 0
     peak = 0
     starts: list[float] = []
-    real = live.run_tool
+    real = tool_queries.run_tool
 
     async def counting(argv: Sequence[str], timeout: float, cap: int | None = None) -> object:
         nonlocal running, peak
@@ -622,7 +622,7 @@ async def test_polls_never_overlap_and_keep_a_fixed_schedule_without_backlog(
         finally:
             running -= 1
 
-    monkeypatch.setattr(live, "run_tool", counting)
+    monkeypatch.setattr(tool_queries, "run_tool", counting)
     # Two slow calls (0.4 s) then fast ones, polled every 0.15 s.
     fake_bin.add("toy-smi", toy_render, [[card(0)]])
     slow = fake_bin.dir / "toy-smi"
@@ -652,13 +652,13 @@ async def test_overrunning_poll_is_followed_at_once_without_a_burst(
     fake_bin: FakeBin, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     starts: list[float] = []
-    real = live.run_tool
+    real = tool_queries.run_tool
 
     async def timed(argv: Sequence[str], timeout: float, cap: int | None = None) -> object:
         starts.append(time.monotonic())
         return await real(argv, timeout, cap)
 
-    monkeypatch.setattr(live, "run_tool", timed)
+    monkeypatch.setattr(tool_queries, "run_tool", timed)
     fake_bin.add("toy-smi", toy_render, [Step(mode="hang"), [card(0)]])
     src = source(fake_bin, toy_spec(), interval=0.1, timeout=0.5)
     ends: list[float] = []

@@ -1,6 +1,6 @@
 """Running vendor tools as child processes: the one place that spawns, reads, kills and reaps.
 
-Used by `sources.live` for the calls it makes on every poll. Every child runs in its own
+Used by `sources.tool_queries` for the calls of every poll. Every child runs in its own
 session (``start_new_session=True``), so on a timeout, on close or on cancellation its *whole
 process group* is killed with SIGKILL (a shell wrapper's ``sleep`` child dies with it) and then
 reaped: no zombie, no orphan holding a pipe. Output is capped (`MAX_OUTPUT_BYTES`): a tool

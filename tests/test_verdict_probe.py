@@ -26,11 +26,12 @@ def card(index: int = 0, util: float = 95.0, power: float = 300.0,
 
 
 def probe(wait_pct: float, i: int, pid: int = 100, rank: int | None = None,
-          card_id: str = "nvidia:0", alloc: ProbeAlloc | None = None, **kw: object) -> ProbeSample:
+          card_id: str = "nvidia:0", alloc: ProbeAlloc | None = None, tie: str = "device",
+          **kw: object) -> ProbeSample:
     """Publication ``i`` of a probe waiting ``wait_pct`` of every second."""
     return ProbeSample(
         pid=pid, rank=rank, world_size=2 if rank is not None else None, card_id=card_id,
-        tie="device", data_wait_pct=wait_pct, step_ms=180.0, batches_per_s=5.0,
+        tie=tie, data_wait_pct=wait_pct, step_ms=180.0, batches_per_s=5.0,
         samples_per_s=1240.0, batches=5 * (i + 1), steps=5 * (i + 1),
         data_wait_s=wait_pct / 100 * i, elapsed_s=float(i), alloc=alloc, age_s=0.3, **kw,
     )
@@ -132,6 +133,65 @@ def test_the_rank_waiting_on_data_is_the_straggler() -> None:
     for f in window(cards, probes):
         assessment = tracker.push(f)
     assert assessment.job.kind == "imbalanced"
+
+
+def test_the_straggler_and_the_ranks_waiting_for_it_are_badged_by_the_probe() -> None:
+    """Even utilisation (the waiting rank's all-reduce reads busy): without the probe both cards
+    look saturated; with it the straggler's card is imbalanced and its peer's starving
+    (collective-wait), each saying why with the measured figures."""
+    cards = [card(0), card(1)]
+    probes = [[probe(3.0, i, pid=100, rank=0, card_id="nvidia:0"),
+               probe(45.0, i, pid=101, rank=1, card_id="nvidia:1")] for i in range(12)]
+    plain = judge(window(cards, None)).cards
+    assert plain["nvidia:0"].kind == "saturated"
+    a = judge(window(cards, probes[:6]))
+    late, peer = a.cards["nvidia:1"], a.cards["nvidia:0"]
+    assert (late.kind, late.cause) == ("imbalanced", "straggler")
+    assert late.why[0].startswith("rank 1 (PID 101, nvidia:1) waits 45 %")
+    assert late.why[1].startswith("on its own figures: starving")
+    assert any("rank 1" in line for line in late.advice)
+    assert (peer.kind, peer.cause) == ("starving", "collective-wait")
+    assert peer.why[0] == (
+        "waits in the collective for rank 1 (nvidia:1): rank 1 waits 45 % of the window on "
+        "its DataLoader, rank 0 on this card 3 %; GPU-Util counts the time spent waiting in "
+        "the all-reduce as busy"
+    )
+    assert peer.why[1] == "on its own figures: saturated"
+    assert peer.advice[0].startswith("Nothing to tune on this card: it waits for rank 1")
+    # The tracker (the dashboard's and check's path) shows the same badges.
+    tracker = VerdictTracker()
+    for f in window(cards, probes, n=12):
+        assessment = tracker.push(f)
+    assert assessment.cards["nvidia:0"].cause == "collective-wait"
+    assert assessment.cards["nvidia:1"].kind == "imbalanced"
+
+
+def test_badges_stay_where_the_card_of_a_rank_is_a_guess() -> None:
+    """A rank tied to its card by local rank order only: the job is still imbalanced, but no
+    card is re-badged (it could be the wrong one)."""
+    cards = [card(0), card(1)]
+    probes = [[probe(3.0, i, pid=100, rank=0, card_id="nvidia:0"),
+               probe(45.0, i, pid=101, rank=1, card_id="nvidia:1", tie="guess")]
+              for i in range(6)]
+    a = judge(window(cards, probes))
+    assert (a.job.kind, a.job.cause) == ("imbalanced", "straggler")
+    assert a.cards["nvidia:0"].cause != "collective-wait"
+    assert a.cards["nvidia:1"].kind != "imbalanced"
+
+
+def test_a_step_time_straggler_does_not_make_its_peers_wait() -> None:
+    """Out of line by step time alone (ranks not in lock-step): the job says so, the peers'
+    badges stay their own."""
+    cards = [card(0), card(1)]
+    probes = [[probe(3.0, i, pid=100, rank=0, card_id="nvidia:0"),
+               probe(3.0, i, pid=101, rank=1, card_id="nvidia:1").model_copy(
+                   update={"step_ms": 900.0})]
+              for i in range(6)]
+    a = judge(window(cards, probes))
+    assert (a.job.kind, a.job.cause) == ("imbalanced", "straggler")
+    assert "steps in 900 ms" in a.job.why[0]
+    assert a.cards["nvidia:0"].cause != "collective-wait"
+    assert a.cards["nvidia:1"].kind != "imbalanced"
 
 
 def test_the_straggler_rank_also_lagging_in_utilisation_quotes_both() -> None:

@@ -6,7 +6,9 @@ card or a collective wait) is found by `imbalance.lagging`; here its `Lag` turns
 the straggler's own badge is ``imbalanced`` (cause ``straggler``, or ``throttled`` where its
 clocks are held down) with its own evidence kept in ``why``, cards waiting for it in a
 collective are ``starving`` with cause ``collective-wait``, and the job is ``imbalanced``. With
-probes in two or more ranks, the rank the probes show out of line is the straggler.
+probes in two or more ranks, the rank the probes show out of line is the straggler; where it
+is out of line by its data wait (ranks in lock-step), the badges follow the same way
+(`apply_measured`), even when every card's duty cycle reads busy.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
 from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag, lagging
-from gpusat_tui.analysis.measured import Rank, straggler
+from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
 from gpusat_tui.model import VERDICT_KINDS, Verdict
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
 # from before.
-__all__ = ["JOB_KEY", "SEVERITY", "Lag", "apply_lag", "judge_job", "lagging"]
+__all__ = ["JOB_KEY", "SEVERITY", "Lag", "apply_lag", "apply_measured", "judge_job", "lagging"]
 
 #: The key of the job's verdict beside the card ids (tracker, ``check --json``).
 JOB_KEY = "job"
@@ -93,6 +95,74 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
         kind="starving", cause="collective-wait",
         why=[*own[:2], lag.waiter_line(card_id), *own[2:]],
         advice=advice, confidence=verdict.confidence,
+    )
+
+
+def _measured_advice(rank: Rank) -> list[str]:
+    return [
+        f"Look at what differs on {rank.name}: its DataLoader workers and their CPU, its data "
+        "shard (equal sample counts but unequal sample sizes; bucket by length), its storage",
+        "Give every rank the same input pipeline (num_workers, prefetch_factor, local copies "
+        "of the data)",
+        "If only that rank's card is slow: check it for throttling in the vendor tool",
+    ]
+
+
+def apply_measured(
+    card_id: str, verdict: Verdict, slow: Straggler, ranks: Sequence[Rank],
+    figures: Mapping[str, CardFigures],
+) -> Verdict:
+    """The card's verdict once the probes name a straggler that waits on its data: its own
+    card is ``imbalanced`` (straggler), its own figures kept in ``why``; a card driven by a
+    rank that does not wait on data is ``starving`` (collective-wait), whatever its duty cycle
+    says (a rank waiting in the all-reduce keeps it near 100 %).
+
+    Only for ranks stepping in lock-step (the data-wait basis: a step-time straggler's peers
+    are not waiting for it) and only where every card involved is tied to its rank by the
+    device itself, not guessed from local rank order: a guessed tie could re-badge the wrong
+    card. Any other card keeps its verdict."""
+    if slow.basis != "data-wait" or verdict.kind in ("idle", "unknown", "stalled"):
+        return verdict
+    late = slow.rank
+    if late.card_id is None or late.tie == "guess":
+        return verdict
+    if card_id == late.card_id:
+        own = verdict.kind + (f" ({verdict.cause})" if verdict.cause else "")
+        advice = list(verdict.advice)
+        for line in _measured_advice(late):
+            if line not in advice:
+                advice.append(line)
+        return Verdict(
+            kind="imbalanced", cause="straggler",
+            why=[slow.lines[0], f"on its own figures: {own}", *verdict.why],
+            advice=advice, confidence=verdict.confidence,
+        )
+    mine = [r for r in ranks if r.card_id == card_id and r.wait_pct is not None]
+    if not mine or any(r.tie == "guess" for r in mine) or verdict.kind not in (
+        "starving", "saturated"
+    ):
+        return verdict
+    wait = max(r.wait_pct or 0.0 for r in mine)
+    label = figures[card_id].label if card_id in figures else "utilisation"
+    line = (
+        f"waits in the collective for {late.name} ({late.card_id}): {late.name} waits "
+        f"{late.wait_pct or 0.0:.0f} % of the window on its DataLoader, "
+        f"{' and '.join(r.name for r in mine)} on this card {wait:.0f} %; {label} counts "
+        "the time spent waiting in the all-reduce as busy"
+    )
+    own = [w for w in verdict.why if not w.startswith(("no host bottleneck", "cause "))]
+    return Verdict(
+        kind="starving", cause="collective-wait",
+        why=[line, f"on its own figures: {verdict.kind}"
+             + (f" ({verdict.cause})" if verdict.cause else ""), *own],
+        advice=[
+            f"Nothing to tune on this card: it waits for {late.name} in every collective. "
+            f"Speed up {late.name}'s input pipeline (see {late.card_id}), and this card's "
+            "utilisation will turn into work",
+            "A larger batch or AMP here would not help: the step time is set by the slowest "
+            "rank",
+        ],
+        confidence=verdict.confidence,
     )
 
 
@@ -168,7 +238,8 @@ def judge_job(
     lag = lag_of(active)
     slow = straggler(ranks, thresholds) if len(ranks) >= 2 else None
     if slow is not None:
-        return _measured_straggler(slow, lag, verdicts, figures), verdicts
+        updated = {c: apply_measured(c, v, slow, ranks, figures) for c, v in verdicts.items()}
+        return _measured_straggler(slow, lag, verdicts, figures), updated
     if lag is not None:
         updated = {c: apply_lag(c, v, lag) for c, v in verdicts.items()}
         return _job_verdict(lag, verdicts, figures), updated
@@ -204,14 +275,14 @@ def judge_job(
 
 
 def _measured_straggler(
-    slow: tuple[Rank, list[str]],
+    slow: Straggler,
     lag: Lag | None,
     verdicts: Mapping[str, Verdict],
     figures: Mapping[str, CardFigures],
 ) -> Verdict:
     """``imbalanced`` (straggler) named by the probes; the utilisation lag, if any, quoted."""
-    rank, lines = slow
-    why = list(lines)
+    rank = slow.rank
+    why = list(slow.lines)
     if lag is not None:
         label = figures[lag.group[0]].label
         why.append(
@@ -221,13 +292,7 @@ def _measured_straggler(
         )
     if rank.tie == "guess":
         why.append("which card each rank drives is a guess (local rank order)")
-    advice = [
-        f"Look at what differs on {rank.name}: its DataLoader workers and their CPU, its data "
-        "shard (equal sample counts but unequal sample sizes; bucket by length), its storage",
-        "Give every rank the same input pipeline (num_workers, prefetch_factor, local copies "
-        "of the data)",
-        "If only that rank's card is slow: check it for throttling in the vendor tool",
-    ]
+    advice = _measured_advice(rank)
     confs = [v.confidence for v in verdicts.values() if v.kind != "unknown"]
     conf = round(max(0.5, min(0.9, min(confs) if confs else 0.5)), 2)
     return Verdict(kind="imbalanced", cause="straggler", why=why, advice=advice, confidence=conf)

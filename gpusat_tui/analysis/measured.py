@@ -32,6 +32,7 @@ __all__ = [
     "Measured",
     "ProbeFacts",
     "Rank",
+    "Straggler",
     "measured_for_card",
     "probe_facts",
     "ranks_of",
@@ -279,7 +280,21 @@ def measured_for_card(ranks: Sequence[Rank], card_id: str) -> Measured | None:
     return Measured(mine) if mine else None
 
 
-def straggler(ranks: Sequence[Rank], th: Thresholds) -> tuple[Rank, list[str]] | None:
+@dataclass(frozen=True)
+class Straggler:
+    """The rank the probes show out of line, and how."""
+
+    rank: Rank
+    #: The lines that say so (the job's ``why``).
+    lines: list[str]
+    #: "data-wait": it waits on its DataLoader while the others, in lock-step, wait for it in
+    #: the collective; "step": it steps slower (ranks that do not step in lock-step).
+    basis: str
+    #: The other ranks' median data wait, percent ("data-wait" only).
+    others_wait_pct: float | None = None
+
+
+def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
     """The rank out of line with the others, and the lines that say so; None if none is.
 
     First by data wait: one rank waits on its DataLoader while the others (waiting in the
@@ -293,22 +308,22 @@ def straggler(ranks: Sequence[Rank], th: Thresholds) -> tuple[Rank, list[str]] |
         wait = worst.wait_pct or 0.0
         if wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct:
             names = ", ".join(r.name for r in others)
-            return worst, [
+            return Straggler(worst, basis="data-wait", others_wait_pct=base, lines=[
                 f"{worst.name} (PID {worst.pid}"
                 + (f", {worst.card_id}" if worst.card_id else "")
                 + f") waits {wait:.0f} % of the window on its DataLoader while {names} "
                 f"wait{'s' if len(others) == 1 else ''} {base:.0f} %: measured in the "
                 "trainers; the others spend that time waiting for it in the collective",
-            ]
+            ])
     steps = [r for r in ranks if r.step_ms is not None]
     if len(steps) >= 2:
         worst = max(steps, key=lambda r: r.step_ms or 0.0)
         others = [r for r in steps if r is not worst]
         base = statistics.median(r.step_ms or 0.0 for r in others)
         if base > 0 and (worst.step_ms or 0.0) >= th.straggler_step_ratio * base:
-            return worst, [
+            return Straggler(worst, basis="step", lines=[
                 f"{worst.name} (PID {worst.pid}) steps in {worst.step_ms:,.0f} ms while "
                 f"{', '.join(r.name for r in others)} take {base:,.0f} ms: measured in the "
                 "trainers",
-            ]
+            ])
     return None

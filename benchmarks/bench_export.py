@@ -29,7 +29,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.export_metrics import CARD_LABELS
 from gpusat_tui.model import VERDICT_KINDS, Frame
-from gpusat_tui.sources.fleet import FIGURES, decode_answer, frame_from_answer
+from gpusat_tui.sources.fleet_answers import FIGURES, frame_from_answer
+from gpusat_tui.sources.prometheus_api import decode_answer
 from tests.prom.hosts import fake_host, start_exporter
 
 

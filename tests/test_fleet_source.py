@@ -17,17 +17,18 @@ import pytest
 from gpusat_tui.analysis.fleet import FleetTracker, lagging_hosts
 from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
-from gpusat_tui.sources.fleet import (
-    FleetError,
-    FleetSource,
-    PrometheusAPI,
+from gpusat_tui.sources.fleet import FleetSource, build_fleet
+from gpusat_tui.sources.fleet_answers import (
     RemoteVerdict,
-    build_fleet,
     clean_label,
-    decode_answer,
     frame_from_answer,
     history_frames,
     instant_query,
+)
+from gpusat_tui.sources.prometheus_api import (
+    FleetError,
+    PrometheusAPI,
+    decode_answer,
     parse_matcher,
 )
 from tests.prom.server import free_port

@@ -1,0 +1,268 @@
+"""What the fleet asks Prometheus for, and what its answers become: one `CardReading` per host x
+card and the verdicts the exporters published. Pure (no I/O), so every odd answer can be tested
+as data.
+
+Cards carry ``host`` (the exporter's ``host`` label, else Prometheus' ``instance``), so their
+ids (``host/vendor:index``, ``host/vendor:index/mig1`` for a MIG instance) are unique across
+hosts. Label values are cleaned of control characters and capped before use: they end up on
+the terminal. A series that cannot be tied to a card is skipped, with a note when that tells
+the user something.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpusat_tui.model import VENDORS, VERDICT_KINDS, CardReading, Frame
+from gpusat_tui.sources.prometheus_api import selector
+
+__all__ = [
+    "BUSY_LABEL",
+    "FIGURES",
+    "HISTORY_FIGURES",
+    "CardKey",
+    "FleetAnswer",
+    "RemoteVerdict",
+    "clean_label",
+    "frame_from_answer",
+    "history_frames",
+    "host_of",
+    "instant_query",
+]
+
+#: Longest label value kept (names, hosts); longer ones are cut with an ellipsis.
+MAX_LABEL_CHARS = 64
+
+MIB = 1024 * 1024
+
+
+#: Card figures read every poll: metric -> (CardReading field, factor to its unit).
+FIGURES: dict[str, tuple[str, float]] = {
+    "gpusat_card_utilization_ratio": ("util_pct", 100.0),
+    "gpusat_card_memory_used_bytes": ("mem_used_mib", 1.0 / MIB),
+    "gpusat_card_memory_total_bytes": ("mem_total_mib", 1.0 / MIB),
+    "gpusat_card_memory_used_ratio": ("mem_pct", 100.0),
+    "gpusat_card_power_watts": ("power_w", 1.0),
+    "gpusat_card_power_limit_watts": ("power_cap_w", 1.0),
+    "gpusat_card_temperature_celsius": ("temp_c", 1.0),
+    "gpusat_card_figures_age_seconds": ("stale_s", 1.0),
+}
+#: The figures the charts draw: all the start-up history asks for (a quarter of the points).
+HISTORY_FIGURES = (
+    "gpusat_card_utilization_ratio", "gpusat_card_memory_used_ratio",
+    "gpusat_card_power_watts", "gpusat_card_power_limit_watts",
+)
+
+
+@dataclass(frozen=True)
+class RemoteVerdict:
+    """A verdict as an exporter published it: kind and cause only (the figures stay there)."""
+
+    kind: str
+    cause: str | None = None
+
+
+#: Label that marks the busy-share series in the instant query's answer (see `instant_query`).
+BUSY_LABEL = "gpusat_fleet_figure"
+
+
+def instant_query(matchers: Sequence[str] = ()) -> str:
+    """Every figure, the verdict series that are 1, and each card's busy share, in one query.
+
+    The busy share is ``irate`` of the exporter's ``gpusat_card_busy_seconds_total``: the mean
+    utilisation between the last two scrapes, counted at every poll of the node. The gauge
+    alone, sampled once per scrape, aliases a swinging utilisation (a card bursting on every
+    second poll, scraped every second poll, reads busy every time). ``or`` matches label sets,
+    so the busy series get a label of their own and the verdicts carry ``kind``: nothing is
+    dropped.
+    """
+    braces = "{" + ", ".join(matchers) + "}" if matchers else ""
+    busy = (
+        f'label_replace(irate(gpusat_card_busy_seconds_total{braces}[5m]), "{BUSY_LABEL}", '
+        '"busy_ratio", "", "")'
+    )
+    return (
+        f"{selector([*FIGURES, 'gpusat_exporter_last_poll_timestamp_seconds'], matchers)}"
+        f" or gpusat_card_verdict{braces} == 1 or gpusat_job_verdict{braces} == 1 or {busy}"
+    )
+
+
+# --- answers -> Frames --------------------------------------------------------------------------
+
+
+def clean_label(value: object) -> str:
+    """A label value fit for the terminal: no control or format characters, capped."""
+    text = "".join(
+        ch if unicodedata.category(ch)[0] != "C" else " " for ch in str(value)
+    ).strip()
+    if len(text) > MAX_LABEL_CHARS:
+        text = text[: MAX_LABEL_CHARS - 1] + "…"
+    return text
+
+
+def _number(text: object) -> float | None:
+    try:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def host_of(labels: Mapping[str, str]) -> str:
+    """The host a series belongs to: the exporter's ``host`` label, else ``instance``."""
+    return clean_label(labels.get("host") or labels.get("instance") or "?") or "?"
+
+
+#: (host, vendor, index, instance): the instance is "" for a whole card, so keys sort.
+CardKey = tuple[str, str, int, str]
+
+#: What a part of a card (a MIG instance) may be called in a card id (`CardReading.instance`).
+_INSTANCE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
+
+def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | None:
+    """Which card a series is for. The parts of one card (MIG instances) share its index: the
+    exporter's ``card`` label tells them apart (``nvidia:0/mig1``)."""
+    vendor = labels.get("vendor")
+    host = host_of(labels)
+    if vendor not in VENDORS:
+        notes.setdefault(f"{host}: unknown vendor {clean_label(vendor)!r} skipped", None)
+        return None
+    try:
+        index = int(labels.get("index", ""))
+    except ValueError:
+        notes.setdefault(f"{host}: card without a numeric index skipped", None)
+        return None
+    card = str(labels.get("card") or "")
+    _, whole, instance = card.rpartition(f"{vendor}:{index}")
+    if not whole or not instance:
+        return host, vendor, index, ""
+    instance = instance[1:] if instance.startswith("/") else ""
+    if not _INSTANCE.fullmatch(instance):
+        notes.setdefault(
+            f"{host}: card {clean_label(card)!r} is not vendor:index/instance, skipped", None
+        )
+        return None
+    return host, vendor, index, instance
+
+
+def _key_id(key: CardKey) -> str:
+    """The id the `CardReading` of ``key`` has (``host/vendor:index[/instance]``)."""
+    host, vendor, index, instance = key
+    return f"{host}/{vendor}:{index}/{instance}" if instance else f"{host}/{vendor}:{index}"
+
+
+@dataclass
+class FleetAnswer:
+    """One instant query, read: cards per key, verdicts, hosts seen."""
+
+    cards: dict[CardKey, CardReading]
+    verdicts: dict[str, RemoteVerdict]
+    job_verdicts: dict[str, RemoteVerdict]
+    notes: list[str]
+    #: Card id -> mean utilisation (0..1) between the last two scrapes, from the counter.
+    busy: dict[str, float] = field(default_factory=dict)
+
+
+def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
+    """Read the `instant_query` result into cards and verdicts. Pure; never raises on odd
+    series (they are skipped, with a note when it tells the user something)."""
+    figures: dict[CardKey, dict[str, Any]] = {}
+    verdicts: dict[str, RemoteVerdict] = {}
+    jobs: dict[str, RemoteVerdict] = {}
+    busy: dict[str, float] = {}
+    notes: dict[str, None] = {}
+    for series in data.get("result", []):
+        if not isinstance(series, dict):
+            continue
+        labels = series.get("metric")
+        value = series.get("value")
+        if not isinstance(labels, dict) or not isinstance(value, list) or len(value) != 2:
+            continue
+        name = labels.get("__name__")
+        if name == "gpusat_job_verdict":
+            kind = labels.get("kind")
+            if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
+                jobs.setdefault(host_of(labels), RemoteVerdict(kind, labels.get("cause") or None))
+            continue
+        if name == "gpusat_exporter_last_poll_timestamp_seconds":
+            continue
+        key = _card_key(labels, notes)
+        if key is None:
+            continue
+        if labels.get(BUSY_LABEL) == "busy_ratio":
+            share = _number(value[1])
+            if share is not None:
+                busy.setdefault(_key_id(key), share)
+            continue
+        if name == "gpusat_card_verdict":
+            kind = labels.get("kind")
+            if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
+                verdicts.setdefault(_key_id(key), RemoteVerdict(kind, labels.get("cause") or None))
+            continue
+        target = FIGURES.get(str(name))
+        if target is None:
+            continue
+        entry = figures.setdefault(key, {
+            "name": clean_label(labels["name"]) if labels.get("name") else None,
+            "uuid": clean_label(labels["uuid"]) if labels.get("uuid") else None,
+        })
+        field, factor = target
+        number = _number(value[1])
+        entry.setdefault(field, None if number is None else number * factor)
+    cards = {key: _reading(key, entry) for key, entry in sorted(figures.items())}
+    return FleetAnswer(cards, verdicts, jobs, list(notes), busy)
+
+
+def _reading(key: CardKey, entry: dict[str, Any]) -> CardReading:
+    host, vendor, index, instance = key
+    values = dict(entry)
+    if not values.get("stale_s"):
+        values["stale_s"] = None  # 0 = fresh on the exporter
+    return CardReading(vendor=vendor, index=index, instance=instance or None,  # type: ignore[arg-type]
+                       host=host, tool="prometheus", **values)
+
+
+def history_frames(data: Mapping[str, Any]) -> list[Frame]:
+    """Frames from a ``query_range`` answer over `HISTORY_FIGURES`, one per step, oldest first.
+
+    Only what the charts draw; a card missing at a step is missing from that Frame.
+    """
+    points: dict[float, dict[CardKey, dict[str, Any]]] = {}
+    names: dict[CardKey, dict[str, Any]] = {}
+    notes: dict[str, None] = {}
+    for series in data.get("result", []):
+        if not isinstance(series, dict) or not isinstance(series.get("values"), list):
+            continue
+        labels = series.get("metric")
+        if not isinstance(labels, dict):
+            continue
+        target = FIGURES.get(str(labels.get("__name__")))
+        key = _card_key(labels, notes) if target is not None else None
+        if key is None or target is None:
+            continue
+        names.setdefault(key, {
+            "name": clean_label(labels["name"]) if labels.get("name") else None,
+            "uuid": clean_label(labels["uuid"]) if labels.get("uuid") else None,
+        })
+        field, factor = target
+        for pair in series["values"]:
+            if not isinstance(pair, list) or len(pair) != 2:
+                continue
+            t = _number(pair[0])
+            number = _number(pair[1])
+            if t is None:
+                continue
+            cards = points.setdefault(t, {})
+            cards.setdefault(key, dict(names[key]))[field] = (
+                None if number is None else number * factor
+            )
+    frames = []
+    for seq, t in enumerate(sorted(points)):
+        cards = [_reading(key, entry) for key, entry in sorted(points[t].items())]
+        frames.append(Frame(t=t, seq=seq, cards=cards))
+    return frames

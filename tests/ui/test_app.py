@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
+
 from gpusat_tui.model import Assessment, Frame, ProcessSample, ToolError, Verdict
+from gpusat_tui.ui import app as app_module
 from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER
 from gpusat_tui.ui.tracking import UnknownTracker
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from tests.ui.conftest import (
@@ -514,3 +518,29 @@ async def test_card_rows_name_the_vendor_when_vendors_mix() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None)
         assert app.card_list.lines == ["▸ 0  10%  SATURATED", "  1  20%  SATURATED"]
+
+
+async def test_own_cpu_figure_leaves_start_up_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status line's own-CPU figure is the steady cost: the share since launch (imports,
+    first layouts, the first frames) is read once the first frames are drawn and dropped;
+    until the first steady figure the line says "…"."""
+    calls: list[int] = []
+    apps: list[GpusatApp] = []
+
+    def sampler() -> object:
+        def sample() -> float:
+            calls.append(apps[0].frames_shown)
+            return 50.0 if len(calls) == 1 else 0.6
+        return sample
+
+    monkeypatch.setattr(app_module, "process_cpu_sampler", sampler)
+    frames = frames_for(8, lambda i: [card(0, 50.0)])
+    app = GpusatApp(ListSource(frames, delay=0.05), tracker=FixedTracker(default=SATURATED),  # type: ignore[arg-type]
+                    clock=lambda: T0 + 1.0, cpu_sample_s=0.5, view="card")
+    apps.append(app)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frames_shown >= 1)
+        assert "monitor … CPU" in screen_text(app)
+        await settle(pilot, lambda: "monitor 0.6% CPU" in screen_text(app))
+        assert calls[0] == FREEZE_HEAP_AFTER  # the start-up share, read and dropped
+        assert app.own_cpu_pct == 0.6

@@ -8,6 +8,7 @@ from gpusat_tui.ui.widgets.cards import CardList
 from gpusat_tui.ui.widgets.overview import CardGrid
 from gpusat_tui.ui.widgets.panel import CardPanel
 from gpusat_tui.ui.widgets.processes import NO_PROBE
+from gpusat_tui.ui.widgets.screens import HELP_KEYS
 from tests.ui.conftest import (
     T0,
     FixedTracker,
@@ -104,9 +105,16 @@ async def test_arrows_move_across_blocks_click_selects_enter_opens() -> None:
         await pilot.press("o")
         await pilot.pause()
         assert app.overview is True
+        await pilot.press("escape")  # already in the overview: nothing to go back to
+        await pilot.pause()
+        assert app.overview is True
         await pilot.press("w")  # reasons are about one card: its full view, reasons open
         await pilot.pause()
         assert app.overview is False and app.why_open
+        await pilot.press("escape")  # back to the overview, as the help says
+        await pilot.pause()
+        assert app.overview is True
+        assert "escape       back to the overview" in HELP_KEYS
 
 
 async def test_double_click_opens_a_card() -> None:

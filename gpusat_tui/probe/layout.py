@@ -6,9 +6,10 @@ so the layout is versioned like `check --json`: fields are only ever added (with
 a version newer than it knows with a note instead of guessing.
 
 One file per trainer process, ``probe-<pid>.json`` in the probe folder, one JSON object
-(UTF-8, at most `MAX_BYTES`), always replaced whole (written to ``.probe-<pid>.tmp`` then
-``os.replace``-d), so a reader never sees half of one. Standard library only: the probe imports
-this inside the user's process.
+(UTF-8, at most `MAX_BYTES`), always replaced whole (written to ``.probe-<pid>.json.tmp``,
+`tmp_name`, then ``os.replace``-d), so a reader never sees half of one; a monitor reads only
+``probe-*.json``. Both are removed when the trainer exits. Standard library only: the probe
+imports this inside the user's process.
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ ENV_DIR = "GPUSAT_PROBE_DIR"
 
 def file_name(pid: int) -> str:
     return f"{FILE_PREFIX}{pid}{FILE_SUFFIX}"
+
+
+def tmp_name(pid: int) -> str:
+    """The temporary file a publication is written to before it is renamed."""
+    return f".{file_name(pid)}.tmp"
 
 
 def default_dirs() -> list[str]:

@@ -24,6 +24,7 @@ from .layout import (
     default_dirs,
     file_name,
     prepare_dir,
+    tmp_name,
 )
 from .state import (
     _STATE,
@@ -36,6 +37,10 @@ from .state import (
     _remove_file,
     disable,
 )
+
+#: Longest the exit waits for a publication in flight (one takes well under a millisecond; a
+#: hung disk must not hold the trainer's exit).
+EXIT_JOIN_S = 1.0
 
 
 def _torch() -> ModuleType | None:
@@ -179,10 +184,11 @@ def snapshot() -> dict[str, Any]:
 def _publish() -> None:
     """Write the snapshot whole to a temporary file and rename it over the last one."""
     st = _STATE
-    if st.path is None or st.dir is None:
+    path, folder = st.path, st.dir
+    if path is None or folder is None:
         return
     data = json.dumps(snapshot(), separators=(",", ":")).encode()
-    tmp = os.path.join(st.dir, f".{file_name(os.getpid())}.tmp")
+    tmp = os.path.join(folder, tmp_name(os.getpid()))
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(tmp, flags, 0o600)
@@ -190,9 +196,12 @@ def _publish() -> None:
             os.write(fd, data)
         finally:
             os.close(fd)
-        os.replace(tmp, st.path)
+        if st.path is None:  # removed meanwhile (exit, disable): leave nothing behind
+            os.unlink(tmp)
+            return
+        os.replace(tmp, path)
     except OSError as exc:
-        disable(f"cannot publish in {st.dir} ({exc.strerror or exc})")
+        disable(f"cannot publish in {folder} ({exc.strerror or exc})")
 
 
 _START_TICKS: list[int | None] = []
@@ -247,8 +256,17 @@ def _read_alloc() -> dict[str, int | None] | None:
 
 
 def _at_exit() -> None:
+    """Stop the publisher, let a publication in flight finish (at most `EXIT_JOIN_S`), then
+    remove the file and any temporary one (`_remove_file`): the folder keeps nothing of a
+    process that ended.
+    Without the wait, an exit that fell mid-publication left the ``.tmp`` file (or renamed a
+    file back after its removal)."""
     try:
-        _STATE.stop.set()
+        st = _STATE
+        st.stop.set()
+        thread = st.thread
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(EXIT_JOIN_S)
         _remove_file()
     except Exception:
         pass

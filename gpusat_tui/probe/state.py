@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 
+from .layout import tmp_name
+
 DEFAULT_INTERVAL_S = 1.0
 #: The allocator is read at most this often, whatever the publishing interval.
 ALLOC_EVERY_S = 1.0
@@ -111,10 +113,13 @@ def _fail(where: str, exc: BaseException) -> None:
 
 
 def _remove_file() -> None:
+    """Remove this process's file and its temporary one (a publication cut short)."""
     st = _STATE
     path = st.path
     if path is None or st.pid != os.getpid():
         return
     st.path = None
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    tmp = os.path.join(os.path.dirname(path), tmp_name(os.getpid()))
+    for name in (path, tmp):
+        with contextlib.suppress(OSError):
+            os.unlink(name)

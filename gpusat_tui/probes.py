@@ -14,6 +14,7 @@ Reading one file costs one ``open``/``fstat``/``read``/``close`` and a small ``j
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -29,6 +30,7 @@ from gpusat_tui.probe.layout import (
     LAYOUT_VERSION,
     MAX_BYTES,
     default_dirs,
+    tmp_name,
 )
 
 __all__ = ["ProbeFileError", "ProbePoller", "ProbeReader", "parse_probe", "tie_card"]
@@ -328,6 +330,9 @@ class ProbeReader:
         return parse_probe(data)
 
     def _remove(self, path: str, pid: int, notes: list[str]) -> None:
+        # A trainer killed mid-publication also left its temporary file (hidden, never read).
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(os.path.dirname(path), tmp_name(pid)))
         try:
             os.unlink(path)
         except FileNotFoundError:

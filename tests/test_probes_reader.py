@@ -14,7 +14,13 @@ import pytest
 
 from gpusat_tui.model import CardProcess, CardReading
 from gpusat_tui.probe import core
-from gpusat_tui.probe.layout import LAYOUT_1_KEYS, LAYOUT_VERSION, MAX_BYTES, file_name
+from gpusat_tui.probe.layout import (
+    LAYOUT_1_KEYS,
+    LAYOUT_VERSION,
+    MAX_BYTES,
+    file_name,
+    tmp_name,
+)
 from gpusat_tui.probes import ProbePoller, ProbeReader, parse_probe, tie_card
 
 #: A layout-1 file as another program (an older or newer probe) would write it, from the
@@ -145,8 +151,11 @@ def test_the_file_of_a_dead_pid_is_removed_with_a_note(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=True)
     pid = int(dead.stdout)
     path = write(tmp_path, {**HAND_WRITTEN, "pid": pid, "t": 1.0})
+    # Killed mid-publication, it also left its temporary file: removed with it.
+    (tmp_path / tmp_name(pid)).write_text('{"layout": 1')
     samples, notes = ProbeReader(dirs=[str(tmp_path)]).sample()
     assert samples == [] and not path.exists()
+    assert list(tmp_path.iterdir()) == []
     assert notes == [f"PID {pid} exited: its probe file was removed"]
 
 

@@ -58,6 +58,44 @@ _STRAGGLER_ADVICE = [
 # --- what the lag does to the verdicts -------------------------------------------------------
 
 
+def _kind_words(verdict: Verdict) -> str:
+    """``starving (input-bound)``: a verdict's kind and cause, as a reason quotes them."""
+    return verdict.kind + (f" ({verdict.cause})" if verdict.cause else "")
+
+
+def _as_straggler(
+    verdict: Verdict, lines: Sequence[str], more_advice: Sequence[str],
+    cause: str = "straggler", first_advice: str | None = None,
+) -> Verdict:
+    """The straggler's badge: ``imbalanced``, the lines that name it first, then its own
+    verdict and reasons; its own advice first, then ``more_advice`` not already given."""
+    advice = list(verdict.advice)
+    for line in more_advice:
+        if line not in advice:
+            advice.append(line)
+    if first_advice is not None:
+        advice.insert(0, first_advice)
+    return Verdict(
+        kind="imbalanced", cause=cause,
+        why=[*lines, f"on its own figures: {_kind_words(verdict)}", *verdict.why],
+        advice=advice, confidence=verdict.confidence,
+    )
+
+
+def _own_reasons(verdict: Verdict) -> list[str]:
+    """A waiting card's own reasons, less those about a cause it no longer has."""
+    return [w for w in verdict.why if not w.startswith(("no host bottleneck", "cause "))]
+
+
+def _waiting_advice(slow: str, speed_up: str) -> list[str]:
+    """Advice for a card that waits for ``slow`` in every collective."""
+    return [
+        f"Nothing to tune on this card: it waits for {slow} in every collective. Speed up "
+        f"{speed_up}, and this card's utilisation will turn into work",
+        "A larger batch or AMP here would not help: the step time is set by the slowest rank",
+    ]
+
+
 def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
     """The card's verdict once the job's lag is known: a straggler's badge is ``imbalanced``
     (its own figures kept in ``why``); a card waiting for it in a collective is ``starving``
@@ -65,17 +103,11 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
     if lag is None or card_id not in lag.group or verdict.kind in ("idle", "unknown", "stalled"):
         return verdict
     if card_id in lag.stragglers:
-        own = verdict.kind + (f" ({verdict.cause})" if verdict.cause else "")
-        why = [lag.line(card_id), lag.held_line(), f"on its own figures: {own}", *verdict.why]
-        advice = list(verdict.advice)
-        for line in _STRAGGLER_ADVICE:
-            if line not in advice:
-                advice.append(line)
-        if card_id in lag.throttled:
-            advice.insert(0, _THROTTLED_ADVICE)
-        return Verdict(
-            kind="imbalanced", cause="throttled" if card_id in lag.throttled else "straggler",
-            why=why, advice=advice, confidence=verdict.confidence,
+        throttled = card_id in lag.throttled
+        return _as_straggler(
+            verdict, [lag.line(card_id), lag.held_line()], _STRAGGLER_ADVICE,
+            cause="throttled" if throttled else "straggler",
+            first_advice=_THROTTLED_ADVICE if throttled else None,
         )
     waiting = card_id in lag.waiters or (
         verdict.kind == "starving" and verdict.cause == "light-kernels"
@@ -85,16 +117,12 @@ def apply_lag(card_id: str, verdict: Verdict, lag: Lag | None) -> Verdict:
     slow = ", ".join(lag.stragglers)
     if verdict.kind not in ("starving", "saturated"):
         return verdict.model_copy(update={"why": [*verdict.why, lag.waiter_line(card_id)]})
-    own = [w for w in verdict.why if not w.startswith(("no host bottleneck", "cause "))]
-    advice = [
-        f"Nothing to tune on this card: it waits for {slow} in every collective. Speed up "
-        f"{slow} (see its verdict), and this card's utilisation will turn into work",
-        "A larger batch or AMP here would not help: the step time is set by the slowest rank",
-    ]
+    own = _own_reasons(verdict)
     return Verdict(
         kind="starving", cause="collective-wait",
         why=[*own[:2], lag.waiter_line(card_id), *own[2:]],
-        advice=advice, confidence=verdict.confidence,
+        advice=_waiting_advice(slow, f"{slow} (see its verdict)"),
+        confidence=verdict.confidence,
     )
 
 
@@ -127,16 +155,7 @@ def apply_measured(
     if late.card_id is None or late.tie == "guess":
         return verdict
     if card_id == late.card_id:
-        own = verdict.kind + (f" ({verdict.cause})" if verdict.cause else "")
-        advice = list(verdict.advice)
-        for line in _measured_advice(late):
-            if line not in advice:
-                advice.append(line)
-        return Verdict(
-            kind="imbalanced", cause="straggler",
-            why=[slow.lines[0], f"on its own figures: {own}", *verdict.why],
-            advice=advice, confidence=verdict.confidence,
-        )
+        return _as_straggler(verdict, slow.lines[:1], _measured_advice(late))
     mine = [r for r in ranks if r.card_id == card_id and r.wait_pct is not None]
     if not mine or any(r.tie == "guess" for r in mine) or verdict.kind not in (
         "starving", "saturated"
@@ -150,18 +169,12 @@ def apply_measured(
         f"{' and '.join(r.name for r in mine)} on this card {wait:.0f} %; {label} counts "
         "the time spent waiting in the all-reduce as busy"
     )
-    own = [w for w in verdict.why if not w.startswith(("no host bottleneck", "cause "))]
     return Verdict(
         kind="starving", cause="collective-wait",
-        why=[line, f"on its own figures: {verdict.kind}"
-             + (f" ({verdict.cause})" if verdict.cause else ""), *own],
-        advice=[
-            f"Nothing to tune on this card: it waits for {late.name} in every collective. "
-            f"Speed up {late.name}'s input pipeline (see {late.card_id}), and this card's "
-            "utilisation will turn into work",
-            "A larger batch or AMP here would not help: the step time is set by the slowest "
-            "rank",
-        ],
+        why=[line, f"on its own figures: {_kind_words(verdict)}", *_own_reasons(verdict)],
+        advice=_waiting_advice(
+            late.name, f"{late.name}'s input pipeline (see {late.card_id})"
+        ),
         confidence=verdict.confidence,
     )
 

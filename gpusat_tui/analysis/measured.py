@@ -290,8 +290,6 @@ class Straggler:
     #: "data-wait": it waits on its DataLoader while the others, in lock-step, wait for it in
     #: the collective; "step": it steps slower (ranks that do not step in lock-step).
     basis: str
-    #: The other ranks' median data wait, percent ("data-wait" only).
-    others_wait_pct: float | None = None
 
 
 def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
@@ -308,7 +306,7 @@ def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
         wait = worst.wait_pct or 0.0
         if wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct:
             names = ", ".join(r.name for r in others)
-            return Straggler(worst, basis="data-wait", others_wait_pct=base, lines=[
+            return Straggler(worst, basis="data-wait", lines=[
                 f"{worst.name} (PID {worst.pid}"
                 + (f", {worst.card_id}" if worst.card_id else "")
                 + f") waits {wait:.0f} % of the window on its DataLoader while {names} "

@@ -7,15 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gpusat_tui.export_metrics import (
     CARD_LABELS,
     METRICS,
     METRICS_VERSION,
     MIB,
-    ExportCollector,
     ExportState,
 )
 from gpusat_tui.model import (
@@ -29,6 +26,7 @@ from gpusat_tui.model import (
     ToolError,
     Verdict,
 )
+from tests.prom.exposition import exposed_samples
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = 1_767_225_600.0
@@ -59,14 +57,10 @@ SATURATED = Verdict(kind="saturated")
 
 def scrape(state: ExportState) -> dict[str, list]:
     """name -> samples, through the real text exposition and the real parser."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ExportCollector(state))
-    text = generate_latest(registry).decode()
-    families = {f.name: f for f in text_string_to_metric_families(text)}
-    return {
-        sample.name: [s for f in families.values() for s in f.samples if s.name == sample.name]
-        for f in families.values() for sample in f.samples
-    }
+    by_name: dict[str, list] = {}
+    for sample in exposed_samples(state):
+        by_name.setdefault(sample.name, []).append(sample)
+    return by_name
 
 
 def one(samples: dict[str, list], metric: str, **labels: str) -> float:

@@ -16,6 +16,7 @@ import pytest
 
 from gpusat_tui.analysis.fleet import FleetTracker, lagging_hosts
 from gpusat_tui.errors import GpusatError
+from gpusat_tui.export_metrics import ExportState
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
 from gpusat_tui.sources.fleet import FleetSource, build_fleet
 from gpusat_tui.sources.fleet_answers import (
@@ -31,6 +32,7 @@ from gpusat_tui.sources.prometheus_api import (
     decode_answer,
     parse_matcher,
 )
+from tests.prom.exposition import exposed_samples
 from tests.prom.server import free_port
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "prometheus"
@@ -137,20 +139,12 @@ def test_odd_series_are_skipped_and_labels_cleaned() -> None:
 
 def _exposed_as_answer(frame: Frame, assessment: Assessment) -> dict[str, Any]:
     """One exporter poll, through the real text exposition, as an instant query's answer."""
-    from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.parser import text_string_to_metric_families
-
-    from gpusat_tui.export_metrics import ExportCollector, ExportState
-
     state = ExportState(host="node-m")
     state.update(frame, assessment)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ExportCollector(state))
-    text = generate_latest(registry).decode()
     result = [
         {"metric": {"__name__": sample.name, **sample.labels},
          "value": [frame.t, str(sample.value)]}
-        for family in text_string_to_metric_families(text) for sample in family.samples
+        for sample in exposed_samples(state)
     ]
     return {"resultType": "vector", "result": result}
 

@@ -37,7 +37,6 @@ __all__ = ["DEFAULT_LISTEN", "parse_listen", "run_export", "serve"]
 DEFAULT_LISTEN = "127.0.0.1:9478"
 
 
-
 def parse_listen(text: str) -> tuple[str, int]:
     """``127.0.0.1:9478``, ``0.0.0.0:9478``, ``[::1]:9478`` -> (address, port).
 

@@ -41,7 +41,6 @@ class ProcStat(NamedTuple):
     num_threads: int | None
 
 
-
 class Gone(Exception):
     """The process no longer exists (or its PID now belongs to another process)."""
 
@@ -52,7 +51,6 @@ class Denied(Exception):
 
 class Failed(Exception):
     """Reading the process failed some other way (message says how)."""
-
 
 
 def hidepid_from_mounts(text: str, proc_root: str = "/proc") -> str | None:
@@ -73,7 +71,6 @@ def hidepid_from_mounts(text: str, proc_root: str = "/proc") -> str | None:
             if key == "hidepid" and value not in ("0", "off"):
                 setting = value
     return setting
-
 
 
 def host_totals(

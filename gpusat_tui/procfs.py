@@ -85,12 +85,18 @@ def parse_schedstat(data: bytes) -> float | None:
     return delay_ns / 1e9 if delay_ns >= 0 else None
 
 
-
 #: The fields of the /proc/stat cpu line, in order (psutil's ``scputimes`` on Linux).
 _CPU_FIELDS = (
     "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice",
 )
 
+
+def _close(fd: int) -> int:
+    """Close a kept descriptor (-1: none), quietly; returns -1 to store in its place."""
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return -1
 
 
 class _StatFile:
@@ -110,18 +116,11 @@ class _StatFile:
         self.sched_fd = -1
 
     def close(self) -> None:
-        if self.fd >= 0:
-            fd, self.fd = self.fd, -1
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        if self.sched_fd >= 0:
-            fd, self.sched_fd = self.sched_fd, -1
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.fd = _close(self.fd)
+        self.sched_fd = _close(self.sched_fd)
 
     def __del__(self) -> None:
         self.close()
-
 
 
 @contextlib.contextmanager
@@ -361,10 +360,7 @@ class ProcfsReader:
 
     def close(self) -> None:
         """Close ``/proc/stat`` (reopened by the next `host_cpu`)."""
-        if self._stat_fd >= 0:
-            fd, self._stat_fd = self._stat_fd, -1
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self._stat_fd = _close(self._stat_fd)
 
     def __del__(self) -> None:
         self.close()

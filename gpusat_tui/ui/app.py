@@ -136,7 +136,7 @@ class GpusatApp(App[int]):
         self._own_cpu = own_cpu
         #: Whether the own-CPU figure's interval has started (`_start_cpu_figure`); an
         #: injected sampler (tests) starts at once.
-        self._cpu_from_start = True
+        self._cpu_interval_started = True
         self.cpu_sample_s = cpu_sample_s
         self.banner = banner
         self.no_tool = no_tool
@@ -204,7 +204,7 @@ class GpusatApp(App[int]):
             # behind (`_start_cpu_figure`); until then the status line shows "…". Measured from
             # launch, the first figure read 7 % for a dashboard that then costs 0.5-1 %.
             self._own_cpu = process_cpu_sampler()
-            self._cpu_from_start = False
+            self._cpu_interval_started = False
             self._update_status()
         else:
             self._tick()  # an injected sampler (tests) answers at once
@@ -486,7 +486,7 @@ class GpusatApp(App[int]):
             self.status.show(info, status_text(info))
 
     def _tick(self) -> None:
-        if not self._cpu_from_start:
+        if not self._cpu_interval_started:
             self._start_cpu_figure()  # no frame yet (a tool still starting): start it anyway
         elif self._own_cpu is not None:
             self.own_cpu_pct = self._own_cpu()
@@ -495,9 +495,9 @@ class GpusatApp(App[int]):
     def _start_cpu_figure(self) -> None:
         """Start the own-CPU figure's first interval now (start-up done: the first frames are
         drawn and the heap frozen), and show it `CPU_FIRST_FIGURE_S` later."""
-        if self._cpu_from_start or self._own_cpu is None:
+        if self._cpu_interval_started or self._own_cpu is None:
             return
-        self._cpu_from_start = True
+        self._cpu_interval_started = True
         self._own_cpu()  # the share since launch: start-up, not what the dashboard costs
         self.set_timer(min(CPU_FIRST_FIGURE_S, self.cpu_sample_s), self._tick)
 

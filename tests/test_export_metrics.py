@@ -222,7 +222,7 @@ def test_probe_figures_when_the_frame_carries_probes() -> None:
 # --- the names are an interface ------------------------------------------------------------
 
 #: Pinned: renaming a metric or a label, or changing a type, must fail here (and bump
-#: METRICS_VERSION, and say so in the README).
+#: METRICS_VERSION, and say so in docs/prometheus.md).
 PINNED = {
     "gpusat_exporter_info": ("info", "host version metrics_version"),
     "gpusat_card_utilization_ratio": ("gauge", "CARD"),
@@ -279,7 +279,7 @@ def test_metric_names_follow_the_prometheus_rules() -> None:
 
 
 def test_every_metric_is_in_the_readme_table() -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "prometheus.md").read_text()
     rows = set(re.findall(r"^\| `(gpusat_[a-z0-9_]+)`", readme, flags=re.M))
     assert rows == {m.name for m in METRICS}
 
@@ -311,4 +311,4 @@ def test_the_grafana_dashboard_uses_only_exported_names() -> None:
     exprs = dashboard_exprs()
     used = {name for e in exprs for name in re.findall(r"gpusat_[a-z0-9_]+", e)}
     assert used and used <= {m.name for m in METRICS}, used - {m.name for m in METRICS}
-    assert "contrib/grafana/gpusat-fleet.json" in (REPO / "README.md").read_text()
+    assert "contrib/grafana/gpusat-fleet.json" in (REPO / "docs" / "prometheus.md").read_text()

@@ -115,7 +115,7 @@ def main() -> None:
           f"{os.path.getsize(st.path or '')} bytes")
 
     from gpusat_tui.model import CardReading
-    from gpusat_tui.probes import ProbeReader
+    from gpusat_tui.host.probe_files import ProbeReader
 
     cards = [CardReading(vendor="nvidia", index=i) for i in range(8)]
     reader = ProbeReader(dirs=[folder])

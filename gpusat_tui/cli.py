@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gpusat_tui.export import DEFAULT_LISTEN, parse_listen
+    from gpusat_tui.commands.export import DEFAULT_LISTEN, parse_listen
 
     export = sub.add_parser(
         "export", help="serve the figures and verdicts to Prometheus (/metrics), headless"
@@ -283,22 +283,22 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "follow", False) and not getattr(args, "replay", None):
         parser.error("--follow needs --replay FILE")
     if args.command == "check":
-        from gpusat_tui.check import run_check
+        from gpusat_tui.commands.check import run_check
 
         return run_check(args)
     if args.command == "run":
-        from gpusat_tui.launch import run_command
+        from gpusat_tui.commands.run import run_command
 
         return run_command(args.cmd, verbose=args.verbose)
     if args.command == "export":
-        from gpusat_tui.export import run_export
+        from gpusat_tui.commands.export import run_export
 
         return run_export(args)
     if args.command == "report":
-        from gpusat_tui.report import run_report
+        from gpusat_tui.commands.report import run_report
 
         return run_report(args)
-    from gpusat_tui.ui.entry import run_app
+    from gpusat_tui.commands.dashboard import run_app
 
     return run_app(args)
 

@@ -38,7 +38,7 @@ from typing import Protocol
 from gpusat_tui.collectors.base import ToolReading, ToolSpec, find_executable, resolve_process_cards
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, Frame, HostSample, ProcessSample, ToolError
-from gpusat_tui.probes import ProbePoller
+from gpusat_tui.host.probe_files import ProbePoller
 from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, RunResult, kill_running_tools, run_tool
 from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 from gpusat_tui.sources.tool_queries import (
@@ -77,7 +77,7 @@ class ProcessReportLike(Protocol):
 
 
 class ProcessMonitorLike(Protocol):
-    """What `gpusat_tui.processes.ProcessMonitor` offers; injected in tests. (It also has
+    """What `gpusat_tui.host.processes.ProcessMonitor` offers; injected in tests. (It also has
     ``sample_if_cheap``, used where present: see `LiveSource._sample_processes`.)"""
 
     def sample(self, card_processes: Sequence[CardProcess] = ...) -> ProcessReportLike: ...
@@ -336,7 +336,7 @@ class LiveSource:
         if not self._monitor_loaded:
             self._monitor_loaded = True
             try:
-                from gpusat_tui.processes import ProcessMonitor
+                from gpusat_tui.host.processes import ProcessMonitor
 
                 self._monitor = ProcessMonitor(pids=self.pids)
             except Exception as exc:  # no process figures is better than no card figures

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from gpusat_tui.export_metrics import ExportCollector, ExportState
+from gpusat_tui.commands.export_metrics import ExportCollector, ExportState
 
 
 def exposed_samples(state: ExportState) -> list[Sample]:

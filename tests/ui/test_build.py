@@ -14,7 +14,7 @@ from gpusat_tui.sources.recorder import Recorder
 from gpusat_tui.sources.replay import ReplaySource
 from gpusat_tui.ui import entry as app_module
 from gpusat_tui.ui.app import GpusatApp
-from gpusat_tui.ui.entry import build_app, run_app
+from gpusat_tui.commands.dashboard import build_app, run_app
 from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin
 from tests.ui.conftest import T0, FixedTracker, card, screen_text, settle

@@ -1,0 +1,204 @@
+"""``gpusat-tui check``: poll headless for a while, then say what each card was doing.
+
+Never imports Textual (a test enforces it): this runs on a bare training node, over ssh, in CI.
+The JSON shape and `CheckBuilder`, which folds Frames into it, are in `check_report` (pure, and
+shared with ``report``); this module polls, stops on signals and prints.
+
+Exit status: 0 when it ran (even if a tool failed every poll: ``errors`` says so), 1 when no
+accelerator tool was found (stderr says where it looked), 2 on a usage error (argparse). On
+Ctrl-C (SIGINT), SIGTERM or SIGHUP polling stops, the tool in flight is killed, the report of
+what was gathered so far is printed as usual, and the exit status is 128 + the signal (130 for
+SIGINT, 143 for SIGTERM, 129 for SIGHUP), the
+shell convention, so a script can tell an interrupted run from a complete one. ``--record FILE``
+also appends every Frame to FILE (see `sources.recorder`); a FILE that cannot be opened, or
+that exists without ``--force``/``--append``, is a usage error (2). A write that fails later
+(a full disk) stops only the recording: one line on stderr, a note in the report, and polling
+and the report go on. A report that cannot be written to stdout is 74 (one line on stderr); a
+reader that went away (``| head``) is 141, quietly (`gpusat_tui.output`). ``--prometheus URL``
+judges the fleet a Prometheus server holds instead of this machine (`sources.fleet`,
+`analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
+
+The human summary shows every name and message through `gpusat_tui.text.clean`: a tool's
+stderr or a process name cannot move the cursor, retitle the terminal or split a row. The JSON
+carries the exact strings (JSON escapes control characters itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.commands.check_report import CheckBuilder, CheckReport, Stats, probe_line
+from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.output import emit, say
+from gpusat_tui.commands.stopping import stopped_by_signals
+from gpusat_tui.text import clean, clean_block
+
+__all__ = ["recording_source", "render_human", "run_check"]
+
+
+# --- human summary ---------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, width: int = 5) -> str:
+    return f"{value:{width}.0f}" if value is not None else f"{'–':>{width}}"
+
+
+def _range(stats: Stats) -> str:
+    """``mean [min–max]``, right-aligned in 15 columns."""
+    if stats.mean is None or stats.min is None or stats.max is None:
+        return f"{'–':>15}"
+    return f"{stats.mean:.0f} [{stats.min:.0f}–{stats.max:.0f}]".rjust(15)
+
+
+def render_human(report: CheckReport) -> str:
+    """A short table per card (mean [min–max]), its verdict, why, and what to try.
+
+    Every string that came from a tool, a process or a recording goes through `clean`.
+    """
+    lines = [
+        f"gpusat-tui check: {report.samples} polls over {report.duration_s:.1f} s"
+        f" — overall: {clean(report.verdict, 40)}",
+        "",
+    ]
+    if report.cards:
+        lines.append(
+            f"{'CARD':<12} {'NAME':<22} {'UTIL %':>15} {'VRAM %':>15} {'POWER W':>15}"
+            f" {'CAP W':>6} {'TEMP °C':>15}  VERDICT"
+        )
+        for card in report.cards:
+            name = clean(card.name or "", 22)
+            lines.append(
+                f"{clean(card.id, 40):<12} {name:<22} {_range(card.util_pct)}"
+                f" {_range(card.mem_pct)} {_range(card.power_w)} {_fmt(card.power_cap_w, 6)}"
+                f" {_range(card.temp_c)}  {clean(card.verdict.kind, 40)}"
+                + (f" ({clean(card.verdict.cause, 40)})" if card.verdict.cause else "")
+            )
+            for why in card.verdict.why:
+                lines.append(f"    why: {clean(why, 500)}")
+            for advice in card.verdict.advice:
+                lines.append(f"    try: {clean(advice, 500)}")
+        lines.append("    (figures: mean [min–max] over the polls that answered)")
+    else:
+        lines.append("No card reported any figure.")
+    if report.processes:
+        lines += ["", "Processes (CPU % of one core, mean [min–max]):"]
+        for proc in report.processes:
+            lines.append(
+                f"  {proc.pid:>7} {proc.role:<18} {clean(proc.name, 20):<20}"
+                f" {_range(proc.cpu_pct)}  {clean(', '.join(proc.card_ids), 200)}"
+            )
+            if proc.probe is not None:
+                lines.append(f"          measured in the trainer: {probe_line(proc.probe)}")
+    if report.errors:
+        lines += ["", "Errors:"]
+        for err in report.errors:
+            times = "once" if err.count == 1 else f"{err.count} polls"
+            lines.append(f"  [{clean(err.kind, 20)}] {clean(err.message, 500)} ({times})")
+    if report.notes:
+        lines += ["", "Notes:"]
+        lines += [f"  {clean(note, 500)}" for note in report.notes]
+    return clean_block("\n".join(lines))
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+def recording_source(path: str, source: Any, args: Any = None) -> Any:
+    """Wrap the live source so that every Frame is also appended to ``path`` (JSONL).
+
+    A write that fails later says so once on stderr (and in the report's notes) and stops
+    the recording only."""
+    from gpusat_tui.cli import record_mode
+    from gpusat_tui.sources.recorder import (
+        RecordingSource,
+        make_header,
+        print_failure,
+        rotation_limits,
+    )
+
+    tools = {tool: source.versions.get(tool) for tool in source.tools}
+    return RecordingSource(
+        source, path, make_header(tools, source.interval),
+        mode=record_mode(args) if args is not None else "new",  # type: ignore[arg-type]
+        on_failure=print_failure, **rotation_limits(args),
+    )
+
+
+async def _collect(
+    source: Any, builder: CheckBuilder, duration: float, tracker: Any = None
+) -> tuple[float, int | None]:
+    """Poll until ``duration`` is covered or a signal arrives. Returns (seconds, signal)."""
+    tracker = tracker or VerdictTracker(window_s=30.0)
+    start = time.monotonic()
+    async with stopped_by_signals() as received:
+        try:
+            async with contextlib.aclosing(source.frames()) as frames:
+                async for frame in frames:
+                    assessment = tracker.push(frame)
+                    builder.add(frame, assessment)
+                    # Poll k starts at k * interval: stop when the next one would start at or
+                    # past the end (or when overrunning polls already used the time up).
+                    next_start = builder.samples * source.interval
+                    if next_start >= duration - 1e-6 or time.monotonic() - start >= duration:
+                        break
+        finally:
+            await source.aclose()
+    return time.monotonic() - start, (received[0] if received else None)
+
+
+def _run_fleet_check(args: argparse.Namespace) -> int:
+    """``check --prometheus URL``: the fleet view's source and verdicts, headless (live polls
+    only, no start-up history: ``samples`` counts polls of the server)."""
+    from gpusat_tui.sources.fleet import build_fleet
+
+    try:
+        source, tracker = build_fleet(args.prometheus, getattr(args, "match", None) or (),
+                                      args.interval)
+    except GpusatError as exc:
+        say("gpusat-tui check", exc)
+        return 2
+    source.history = False
+    builder = CheckBuilder()
+    elapsed, signum = asyncio.run(_collect(source, builder, args.duration, tracker))
+    report = builder.report(elapsed)
+    # OutputFailed (full or closed stdout, a reader gone) is turned into 74 / 141 by the CLI.
+    emit(report.model_dump_json() if args.json else render_human(report))
+    return 128 + signum if signum is not None else 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Entry point of ``gpusat-tui check`` (see the module docstring for exit statuses)."""
+    from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
+
+    if getattr(args, "prometheus", None):
+        return _run_fleet_check(args)
+    source = LiveSource(
+        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or []),
+        enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
+    )
+    try:
+        source.discover()
+    except ToolMissing as exc:
+        say("gpusat-tui check", exc, lines=True)
+        return 1
+    polled: Any = source
+    if getattr(args, "record", None):
+        try:
+            polled = recording_source(args.record, source, args)
+        except GpusatError as exc:  # RecordingError: the file cannot be written
+            say("gpusat-tui check", exc)
+            return 2
+    builder = CheckBuilder()
+    # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
+    elapsed, signum = asyncio.run(_collect(polled, builder, args.duration))
+    report = builder.report(elapsed)
+    # OutputFailed (full or closed stdout, a reader gone) is turned into 74 / 141 by the CLI.
+    emit(report.model_dump_json() if args.json else render_human(report))
+    if signum is not None:
+        return 128 + signum
+    return 0

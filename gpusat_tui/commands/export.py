@@ -1,0 +1,143 @@
+"""``gpusat-tui export``: the dashboard's poller and verdicts, headless, as a Prometheus target.
+
+The same `LiveSource` and `VerdictTracker` as the dashboard and ``check`` run in the main
+thread's event loop; prometheus_client's HTTP server (a daemon thread) serves ``/metrics``
+through `export_metrics.ExportCollector`, which reads the snapshot the last poll left. A scrape
+therefore never waits on a tool call, and a hung tool shows up as ageing figures
+(``gpusat_card_figures_age_seconds``) and a counted error, not as a slow scrape.
+
+Listening: the default is loopback (``127.0.0.1:9478``). The figures name the host, its cards,
+its training processes and their command names, and the endpoint has no authentication, so
+serving them to every network the node is on is a choice the user makes explicitly with
+``--listen 0.0.0.0:PORT`` (or the address of the cluster network).
+
+Never imports Textual (a test checks ``sys.modules``). Exit status: 0 after SIGINT, SIGTERM or
+SIGHUP (a service that was asked to stop), 1 when no accelerator tool was found, 2 when the
+address cannot be listened on or ``--record`` cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import socket
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.commands.stopping import stopped_by_signals
+
+if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that import light
+    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.commands.export_metrics import ExportState
+
+__all__ = ["DEFAULT_LISTEN", "parse_listen", "run_export", "serve"]
+
+DEFAULT_LISTEN = "127.0.0.1:9478"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``127.0.0.1:9478``, ``0.0.0.0:9478``, ``[::1]:9478`` -> (address, port).
+
+    An address is required: ``:9478`` would mean every interface in most exporters, and that
+    must be asked for by name (see the module docstring). Port 0 picks a free port (tests).
+    """
+    address, sep, port_text = text.strip().rpartition(":")
+    address = address.strip()
+    if address.startswith("[") and address.endswith("]"):
+        address = address[1:-1]
+    if not sep or not address:
+        raise argparse.ArgumentTypeError(
+            f"--listen expects ADDRESS:PORT, got {text!r}: 127.0.0.1:9478 for this machine "
+            "only, 0.0.0.0:9478 for every interface"
+        )
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--listen: not a port number: {port_text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"--listen: port out of range: {port}")
+    return address, port
+
+
+def serve(state: ExportState, address: str, port: int) -> tuple[Any, str]:
+    """Start the HTTP server thread; returns (server, the URL of its /metrics).
+
+    Raises OSError when the address cannot be bound (in use, not ours, no permission).
+    """
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.process_collector import ProcessCollector
+
+    from gpusat_tui.commands.export_metrics import ExportCollector
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ExportCollector(state))
+    ProcessCollector(registry=registry)  # the library's standard process_* metrics
+    server, _thread = start_http_server(port, addr=address, registry=registry)
+    bound = server.server_port
+    shown = f"[{address}]" if ":" in address else address
+    return server, f"http://{shown}:{bound}/metrics"
+
+
+async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState) -> int | None:
+    """Poll and publish until a stop signal; returns the signal (None if the source ended)."""
+    async with stopped_by_signals() as received:
+        try:
+            async with contextlib.aclosing(source.frames()) as frames:
+                async for frame in frames:
+                    # No focus: the exporter serves kinds and causes, which never depend on
+                    # the evidence window's figures, so none are computed (a third of the cost).
+                    assessment = tracker.push(frame, focus=())
+                    state.update(frame, assessment)
+        finally:
+            await source.aclose()
+    return received[0] if received else None
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Entry point of ``gpusat-tui export`` (exit statuses in the module docstring)."""
+    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.commands.export_metrics import ExportState
+    from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
+
+    address, port = args.listen
+    host = args.host_label or socket.gethostname()
+    source = LiveSource(
+        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or []),
+        enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
+    )
+    try:
+        source.discover()
+    except ToolMissing as exc:
+        print(f"gpusat-tui export: {exc}", file=sys.stderr)
+        return 1
+    polled: Any = source
+    if getattr(args, "record", None):
+        from gpusat_tui.commands.check import recording_source
+
+        try:
+            polled = recording_source(args.record, source)
+        except GpusatError as exc:
+            print(f"gpusat-tui export: {exc}", file=sys.stderr)
+            return 2
+    state = ExportState(host=host, interval_s=source.interval)
+    try:
+        server, url = serve(state, address, port)
+    except OSError as exc:
+        print(f"gpusat-tui export: cannot listen on {address}:{port}: {exc}", file=sys.stderr)
+        with contextlib.suppress(Exception):
+            asyncio.run(polled.aclose())
+        return 2
+    tools = ", ".join(sorted(source.tools))
+    print(
+        f"gpusat-tui export: serving {url} (host={host}; tools: {tools}; every "
+        f"{source.interval:g} s)",
+        file=sys.stderr, flush=True,
+    )
+    try:
+        asyncio.run(_poll_forever(polled, VerdictTracker(window_s=30.0), state))
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0

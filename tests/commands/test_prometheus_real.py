@@ -1,0 +1,220 @@
+"""End to end on real components: ``gpusat-tui export`` processes against fake vendor tools, a
+real Prometheus server (the distribution's binary) scraping them every second on 127.0.0.1, its
+HTTP API, and the fleet view driven by Textual's Pilot against it.
+
+Hosts: node-a and node-c saturated, node-b starving (tests/prom/hosts.py), node-d saturated
+(stopped by the fleet test to see its host go stale). Every process is stopped at the end; a
+test that leaks one fails on the leftover check.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gpusat_tui.sources.fleet import build_fleet
+from gpusat_tui.ui.app import GpusatApp
+from tests.conftest import leftover_processes
+from tests.prom.hosts import Exporter, fake_host, start_exporter
+from tests.prom.server import PromServer, prometheus, prometheus_binary
+from tests.ui.conftest import screen_text, settle
+
+pytestmark = pytest.mark.skipif(
+    prometheus_binary() is None,
+    reason="no prometheus binary (apt-get install prometheus; .ci/run installs it)",
+)
+
+HOSTS = {"node-a": "saturated", "node-b": "starving", "node-c": "saturated",
+         "node-d": "saturated"}
+CARDS = 2
+
+
+@dataclass
+class Fleet:
+    prom: PromServer
+    exporters: dict[str, Exporter]
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("fleet")
+    exporters: dict[str, Exporter] = {}
+    try:
+        for host, kind in HOSTS.items():
+            exporters[host] = start_exporter(
+                fake_host(root / host, kind, cards=CARDS), host, interval=0.5
+            )
+        targets = {"gpusat": [e.address for e in exporters.values()]}
+        with prometheus(root / "prom", targets, scrape_interval="1s") as prom:
+            # Every card's verdict settled as its scenario says (the exporters need a few
+            # polls and the tracker's hold), and stored.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                on = prom.query("gpusat_card_verdict == 1")
+                kinds = {(s["metric"]["host"], s["metric"]["kind"]) for s in on}
+                if len(on) == len(HOSTS) * CARDS and kinds == set(HOSTS.items()):
+                    break
+                time.sleep(0.25)
+            else:
+                raise AssertionError(f"verdicts never settled: {kinds}")
+            yield Fleet(prom, exporters, root)
+    finally:
+        for exporter in exporters.values():
+            exporter.stop()
+    assert not leftover_processes(root, grace=2.0)
+
+
+def by_host(series: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for s in series:
+        out.setdefault(s["metric"]["host"], []).append(s)
+    return out
+
+
+def value(series: dict) -> float:
+    return float(series["value"][1])
+
+
+def test_stored_series_carry_the_scenarios_figures_and_labels(fleet: Fleet) -> None:
+    prom = fleet.prom
+    util = by_host(prom.query('gpusat_card_utilization_ratio{host=~"node-(a|b|c)"}'))
+    assert sorted(util) == ["node-a", "node-b", "node-c"]
+    for host, series in util.items():
+        assert sorted(s["metric"]["card"] for s in series) == ["nvidia:0", "nvidia:1"]
+        for s in series:
+            labels = s["metric"]
+            assert labels["vendor"] == "nvidia" and labels["index"] == labels["card"][-1]
+            assert labels["name"] == "NVIDIA H100 80GB HBM3"
+            assert labels["uuid"].startswith("GPU-")
+            assert labels["job"] == "gpusat" and labels["instance"] == (
+                fleet.exporters[host].address
+            )
+            if HOSTS[host] == "saturated":
+                assert 0.96 <= value(s) <= 1.0
+            else:
+                assert 0.0 <= value(s) <= 1.0
+    mem = {(s["metric"]["host"], s["metric"]["card"]): value(s)
+           for s in prom.query("gpusat_card_memory_used_ratio")}
+    assert mem[("node-a", "nvidia:0")] == pytest.approx(0.71, abs=0.001)
+    assert mem[("node-b", "nvidia:1")] == pytest.approx(0.60, abs=0.001)
+    total = prom.query('gpusat_card_memory_total_bytes{host="node-a"}')
+    assert {value(s) for s in total} == {81920 * 1024 * 1024}
+    for s in prom.query("gpusat_card_power_watts / gpusat_card_power_limit_watts"):
+        share = value(s)
+        if HOSTS[s["metric"]["host"]] == "saturated":
+            assert 0.82 <= share <= 0.90
+        else:
+            assert 0.25 <= share <= 0.40
+    verdicts = {(s["metric"]["host"], s["metric"]["card"]): (s["metric"]["kind"],
+                                                             s["metric"].get("cause", ""))
+                for s in prom.query("gpusat_card_verdict == 1")}
+    assert verdicts[("node-a", "nvidia:1")] == ("saturated", "")
+    assert verdicts[("node-b", "nvidia:0")][0] == "starving"
+    # Counting cards by kind, as the README's queries do.
+    counts = {s["metric"]["kind"]: value(s)
+              for s in prom.query("sum by (kind) (gpusat_card_verdict)")}
+    assert counts["saturated"] == 6 and counts["starving"] == 2 and counts["idle"] == 0
+    jobs = {s["metric"]["host"]: s["metric"]["kind"] for s in prom.query("gpusat_job_verdict == 1")}
+    assert jobs == {h: k for h, k in HOSTS.items()}
+    info = prom.query("gpusat_exporter_info")
+    assert {s["metric"]["metrics_version"] for s in info} == {"1"}
+    # The busy counter grows at the card's utilisation: fast for saturated, slow for starving.
+    # (Slope between the first and last stored samples: rate() over a window this short
+    # extrapolates to its edges.)
+    deadline = time.monotonic() + 20
+    while True:
+        stored = prom.query("gpusat_card_busy_seconds_total[60s]")
+        if all(len(s["values"]) >= 3 for s in stored) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    rate = {}
+    for s in stored:
+        (t0, v0), (t1, v1) = s["values"][0], s["values"][-1]
+        rate[(s["metric"]["host"], s["metric"]["card"])] = (float(v1) - float(v0)) / (t1 - t0)
+    assert len(rate) == len(HOSTS) * CARDS, stored
+    assert 0.9 <= rate[("node-a", "nvidia:0")] <= 1.05
+    assert rate[("node-b", "nvidia:0")] < 0.7
+    polls = prom.query('gpusat_exporter_polls_total{host="node-a"}')
+    assert value(polls[0]) >= 4
+    assert value(prom.query('gpusat_exporter_cpu_seconds_total{host="node-a"}')[0]) > 0
+
+
+def test_every_grafana_panel_query_runs_on_the_real_server(fleet: Fleet) -> None:
+    from tests.commands.test_export_metrics import dashboard_exprs
+
+    answered = 0
+    for expr in dashboard_exprs():
+        promql = expr.replace("$host", ".*").replace("$__rate_interval", "1m")
+        fleet.prom.query(promql)  # a parse or type error fails here (status "error")
+        answered += 1
+    assert answered >= 10
+
+
+def test_check_judges_the_fleet_headless(fleet: Fleet) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.prom.hosts import REPO
+
+    result = subprocess.run(
+        [sys.executable, "-m", "gpusat_tui", "check", "--prometheus", fleet.prom.url,
+         "--match", "job=gpusat", "--interval", "0.5", "--duration", "3", "--json"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    cards = {c["id"]: c for c in report["cards"]}
+    assert set(cards) == {f"{h}/nvidia:{i}" for h in HOSTS for i in range(CARDS)}
+    assert cards["node-b/nvidia:0"]["verdict"]["kind"] == "starving"
+    assert cards["node-a/nvidia:1"]["verdict"]["kind"] == "saturated"
+    assert 96 <= cards["node-c/nvidia:0"]["util_pct"]["mean"] <= 100
+    assert report["verdict"] == "imbalanced"  # the job across hosts: node-b lags
+
+
+async def test_fleet_view_shows_every_host_names_the_lagging_one_and_marks_a_stopped_host(
+    fleet: Fleet,
+) -> None:
+    source, tracker = build_fleet(fleet.prom.url, ["job=gpusat"], interval=0.5)
+    # The card list view: 8 cards in 140x40 would otherwise open in the overview, whose
+    # down arrow steps a row of blocks, not a row of the list.
+    app = GpusatApp(source, tracker=tracker, interval=0.5, own_cpu=lambda: 0.1, view="card")
+    async with app.run_test(size=(140, 40)) as pilot:
+        expected = {f"{h}/nvidia:{i}" for h in HOSTS for i in range(CARDS)}
+        await settle(pilot, lambda: set(app.card_list.ids) == expected
+                     and app.assessment.job.kind == "imbalanced", timeout=30)
+        job = app.assessment.job
+        assert job.cause == "straggler"
+        assert job.why[0].startswith("lagging host: node-b at ")
+        text = screen_text(app)
+        assert "lagging host: node-b" in text
+        for host in HOSTS:  # every host's rows are in the card list
+            assert sum(1 for line in app.card_list.lines if host in line) == CARDS
+        verdicts = app.assessment.cards
+        assert verdicts["node-b/nvidia:1"].kind == "starving"
+        assert verdicts["node-c/nvidia:0"].kind == "saturated"
+        # Arrow keys walk host x card rows as on one machine; the selected card is drawn in full.
+        for _ in range(2):
+            await pilot.press("down")
+        await settle(pilot, lambda: app.selected == "node-b/nvidia:0")
+        await settle(pilot, lambda: "node-b/nvidia:0" in screen_text(app))
+        # Stop node-d's exporter: Prometheus marks its series stale, the view carries its
+        # cards over marked stale and the status line names the host.
+        assert fleet.exporters["node-d"].stop() == 0
+
+        def d_stale() -> bool:
+            frame = app.frame
+            return frame is not None and all(
+                c.stale_s is not None for c in frame.cards if c.host == "node-d"
+            ) and any(e.tool == "node-d" and e.kind == "stale" for e in frame.errors)
+
+        await settle(pilot, d_stale, timeout=20)
+        assert "node-d stale" in screen_text(app)
+        assert app.assessment.cards["node-d/nvidia:0"].kind == "unknown"
+        assert all(c.stale_s is None for c in app.frame.cards if c.host != "node-d")  # type: ignore[union-attr]
+        await pilot.press("q")

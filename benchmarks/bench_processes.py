@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from gpusat_tui.model import CardProcess  # noqa: E402
 from gpusat_tui.host.processes import ProcessMonitor  # noqa: E402
 from gpusat_tui.host.procfs import ProcfsReader  # noqa: E402
+from gpusat_tui.model import CardProcess  # noqa: E402
 
 FAKE_TREE = ROOT / "tests" / "jobs" / "fake_tree.py"
 

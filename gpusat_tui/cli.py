@@ -1,6 +1,8 @@
-"""Command line: the live dashboard (default), ``check`` (headless JSON) and ``report``.
+"""Command line: the live dashboard (default), ``check``, ``report``, ``export`` and ``run``.
 
-The UI is imported lazily so that ``check`` and ``report`` never load Textual.
+The edge: `parse` turns the arguments into one command's typed options (`commands.options`),
+and nothing below sees argparse. Commands are imported lazily, so that ``check`` and
+``report`` never load Textual.
 
 Exit statuses common to every front end (see `gpusat_tui.output` and the README's Reliability
 section): 2 for a usage error (bad flag, unknown ``--tool`` key, a record target that exists or
@@ -17,7 +19,22 @@ import sys
 from collections.abc import Sequence
 
 from gpusat_tui import __version__
+from gpusat_tui.commands.options import (
+    CheckOptions,
+    CommandOptions,
+    DashboardOptions,
+    ExportOptions,
+    ReportOptions,
+    RunOptions,
+)
 from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
+from gpusat_tui.sources.options import (
+    DEFAULT_ENRICH_EVERY,
+    PollOptions,
+    RecordMode,
+    RecordOptions,
+    SourceOptions,
+)
 
 
 def parse_tool_override(text: str) -> tuple[str, str]:
@@ -124,8 +141,8 @@ def _add_record_mode(parser: argparse.ArgumentParser, *, suppress: bool = False)
     )
 
 
-def record_mode(args: argparse.Namespace) -> str:
-    """The `Recorder` mode the flags ask for: "overwrite", "append" or "new"."""
+def _record_mode(args: argparse.Namespace) -> RecordMode:
+    """The `Recorder` mode the flags ask for."""
     if getattr(args, "force", False):
         return "overwrite"
     if getattr(args, "append", False):
@@ -268,39 +285,89 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.status
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _poll_options(args: argparse.Namespace) -> PollOptions:
+    return PollOptions(
+        interval_s=getattr(args, "interval", None) or 1.0,
+        tools=dict(getattr(args, "tool", None) or []),
+        pids=tuple(getattr(args, "pid", None) or []),
+        enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
+    )
+
+
+def _record_options(args: argparse.Namespace, *, rotation: bool = True,
+                    protect: Sequence[str] = ()) -> RecordOptions | None:
+    path = getattr(args, "record", None)
+    if not path:
+        return None
+    return RecordOptions(
+        path=path, mode=_record_mode(args),
+        max_bytes=getattr(args, "record_max_size", None) if rotation else None,
+        max_age_s=getattr(args, "record_max_age", None) if rotation else None,
+        protect=tuple(protect),
+    )
+
+
+def parse(argv: Sequence[str] | None = None) -> CommandOptions:
+    """The command line as one command's typed options (argparse exits 2 on a usage error).
+
+    The only place that reads argparse's Namespace: options given before the sub-command apply
+    to it too, and each command gets only the flags it honours."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    # Options given before the sub-command apply to it too.
-    for name, default in (("interval", 1.0), ("tool", None), ("pid", None)):
-        if not hasattr(args, name):
-            setattr(args, name, default)
-    args.tool = dict(args.tool or [])
-    args.pid = list(args.pid or [])
-    _check_tool_keys(parser, list(args.tool))
-    if record_mode(args) != "new" and not getattr(args, "record", None):
+    _check_tool_keys(parser, [key for key, _ in getattr(args, "tool", None) or []])
+    if _record_mode(args) != "new" and not getattr(args, "record", None):
         parser.error("--force and --append only apply with --record FILE")
     if getattr(args, "follow", False) and not getattr(args, "replay", None):
         parser.error("--follow needs --replay FILE")
+    poll = _poll_options(args)
+    match = tuple(getattr(args, "match", None) or ())
     if args.command == "check":
+        return CheckOptions(
+            source=SourceOptions(poll=poll, prometheus=getattr(args, "prometheus", None),
+                                 match=match, record=_record_options(args)),
+            duration_s=args.duration, json=args.json,
+        )
+    if args.command == "run":
+        return RunOptions(cmd=tuple(args.cmd), verbose=args.verbose)
+    if args.command == "export":
+        return ExportOptions(
+            listen=args.listen, host_label=args.host_label,
+            source=SourceOptions(poll=poll, record=_record_options(args, rotation=False)),
+        )
+    if args.command == "report":
+        return ReportOptions(files=tuple(args.file), json=args.json, width=args.width)
+    replay = tuple(args.replay or ())
+    return DashboardOptions(
+        source=SourceOptions(
+            poll=poll, replay=replay, follow=args.follow, speed=args.speed,
+            prometheus=args.prometheus, match=match, fallback_demo=args.fallback_demo,
+            record=_record_options(args, protect=replay),
+        ),
+        view=args.view,
+    )
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    options = parse(argv)
+    if isinstance(options, CheckOptions):
         from gpusat_tui.commands.check import run_check
 
-        return run_check(args)
-    if args.command == "run":
+        return run_check(options)
+    if isinstance(options, RunOptions):
         from gpusat_tui.commands.run import run_command
 
-        return run_command(args.cmd, verbose=args.verbose)
-    if args.command == "export":
+        return run_command(list(options.cmd), verbose=options.verbose)
+    if isinstance(options, ExportOptions):
         from gpusat_tui.commands.export import run_export
 
-        return run_export(args)
-    if args.command == "report":
+        return run_export(options)
+    if isinstance(options, ReportOptions):
         from gpusat_tui.commands.report import run_report
 
-        return run_report(args)
+        return run_report(options)
     from gpusat_tui.commands.dashboard import run_app
 
-    return run_app(args)
+    return run_app(options)
 
 
 if __name__ == "__main__":

@@ -373,3 +373,25 @@ class RecordingHeader(_Model):
     started_at: float | None = None
     #: Part number of a rotated recording (0: the first file; 1 for ``run.0001.jsonl.zst``...).
     part: int = 0
+
+
+# --- clock-event ("throttle") reasons ------------------------------------------------------
+# The short names a card's ``extras["throttle"]`` holds (comma-separated, "" when read and none
+# active): an interface of check --json, the dashboard and the verdict. NVIDIA's bit mask is
+# turned into them by `collectors.nvidia_throttle`.
+
+#: Every short name any source may write into ``extras["throttle"]``.
+THROTTLE_NAMES: frozenset[str] = frozenset(
+    {"power-cap", "thermal", "hw-slowdown", "hw-thermal", "hw-power-brake", "sw-thermal",
+     "sync-boost", "idle", "app-clocks"}
+)
+
+#: Reasons that mean "the card is held below its clocks by a limit", not "it has nothing to do".
+LIMITING: frozenset[str] = frozenset(THROTTLE_NAMES - {"idle", "app-clocks"})
+
+
+def split_reasons(value: object) -> list[str]:
+    """``extras["throttle"]`` -> its names (unknown names dropped); [] for absent or empty."""
+    if not isinstance(value, str) or not value:
+        return []
+    return [name for name in value.split(",") if name in THROTTLE_NAMES]

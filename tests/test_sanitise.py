@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 import gpusat_tui.text
+from gpusat_tui.collectors import all_specs
 from gpusat_tui.commands.check import render_human
 from gpusat_tui.commands.check_report import CheckCard, CheckError, CheckProcess, CheckReport
-from gpusat_tui.collectors import all_specs
+from gpusat_tui.commands.report import analyse
+from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.model import CardReading, Frame, ProcessSample, RecordingHeader, ToolError
 from gpusat_tui.output import say
-from gpusat_tui.commands.report import analyse, render_text
 from gpusat_tui.text import clean, clean_block
 from gpusat_tui.ui import text as ui_text
 from tests.fakes import FakeCard

@@ -15,8 +15,7 @@ from typing import NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
-from gpusat_tui.collectors.nvidia_throttle import LIMITING, split_reasons
-from gpusat_tui.model import Frame, ProcessSample
+from gpusat_tui.model import LIMITING, Frame, ProcessSample, split_reasons
 
 __all__ = [
     "CardFacts",

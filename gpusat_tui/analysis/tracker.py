@@ -27,7 +27,8 @@ it, so a window summarises only its new poll; each card's evidence window, which
 that card's verdict was adopted and so differs from card to card, is judged for that card only
 (`verdict.PreparedWindow`) unless most cards or the job read the same window, and the windows
 whose history starts at the same frame share the lag and the stalls found over it
-(`verdict.History`). All of it gives exactly what `judge` gives (tests/analysis/test_verdict_prepared.py).
+(`verdict.History`). All of it gives exactly what `judge` gives
+(tests/analysis/test_verdict_prepared.py).
 """
 
 from __future__ import annotations

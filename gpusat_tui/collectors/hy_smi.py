@@ -21,6 +21,7 @@ import json
 import re
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.kfd_processes import parse_pid_sections
 from gpusat_tui.model import CardReading
 
 TOOL = "hy-smi"
@@ -149,8 +150,6 @@ def parse_pids(text: str) -> ToolReading:
     plus "GPUs Indexed by PID"), tolerating ``DCU(s)``/``HCU(s)`` headers, and is unverified on
     a real DCU. If hy-smi refuses these flags the live source simply stops asking.
     """
-    from gpusat_tui.collectors.rocm_smi import parse_pid_sections
-
     return parse_pid_sections(text, vendor="hygon")
 
 

@@ -4,7 +4,8 @@ NVML's ``nvmlDeviceGetCurrentClocksEventReasons`` (``...ThrottleReasons`` in old
 nvidia-smi's ``clocks_event_reasons.active`` (``clocks_throttle_reasons.active`` on older
 drivers) give the same 64-bit mask. Both readers turn it into the card's ``extras["throttle"]``:
 a comma-separated string of short names, in bit order, ``""`` when the mask was read and no
-reason is active. The names are an interface (check --json, the dashboard, the verdict).
+reason is active. The names are an interface (check --json, the dashboard, the verdict), kept
+with the model (`model.THROTTLE_NAMES`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,6 @@ REASON_BITS: tuple[tuple[int, str], ...] = (
     (0x0000000000000080, "hw-power-brake"),
 )
 
-#: Every short name any source may write into ``extras["throttle"]``.
-THROTTLE_NAMES: frozenset[str] = frozenset(
-    {"power-cap", "thermal", "hw-slowdown", "hw-thermal", "hw-power-brake", "sw-thermal",
-     "sync-boost", "idle", "app-clocks"}
-)
-
-#: Reasons that mean "the card is held below its clocks by a limit", not "it has nothing to do".
-LIMITING: frozenset[str] = frozenset(THROTTLE_NAMES - {"idle", "app-clocks"})
-
-
 def reason_names(mask: int) -> str:
     """``0x44`` -> ``"power-cap,hw-thermal"``; ``0`` -> ``""``."""
     return ",".join(name for bit, name in REASON_BITS if mask & bit)
@@ -48,10 +39,3 @@ def parse_mask(cell: str | None) -> int | None:
     except ValueError:
         return None
     return value if 0 <= value < 1 << 64 else None
-
-
-def split_reasons(value: object) -> list[str]:
-    """``extras["throttle"]`` -> its names (unknown names dropped); [] for absent or empty."""
-    if not isinstance(value, str) or not value:
-        return []
-    return [name for name in value.split(",") if name in THROTTLE_NAMES]

@@ -25,20 +25,24 @@ carries the exact strings (JSON escapes control characters itself).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.commands.check_report import CheckBuilder, CheckReport, Stats, probe_line
+from gpusat_tui.commands.options import CheckOptions
+from gpusat_tui.commands.stopping import stopped_by_signals
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.output import emit, say
-from gpusat_tui.commands.stopping import stopped_by_signals
+from gpusat_tui.sources import FrameSource
 from gpusat_tui.text import clean, clean_block
 
-__all__ = ["recording_source", "render_human", "run_check"]
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.fleet import FleetTracker
+
+__all__ = ["render_human", "run_check"]
 
 
 # --- human summary ---------------------------------------------------------------------------
@@ -108,29 +112,9 @@ def render_human(report: CheckReport) -> str:
 # --- running ---------------------------------------------------------------------------------
 
 
-def recording_source(path: str, source: Any, args: Any = None) -> Any:
-    """Wrap the live source so that every Frame is also appended to ``path`` (JSONL).
-
-    A write that fails later says so once on stderr (and in the report's notes) and stops
-    the recording only."""
-    from gpusat_tui.cli import record_mode
-    from gpusat_tui.sources.recorder import (
-        RecordingSource,
-        make_header,
-        print_failure,
-        rotation_limits,
-    )
-
-    tools = {tool: source.versions.get(tool) for tool in source.tools}
-    return RecordingSource(
-        source, path, make_header(tools, source.interval),
-        mode=record_mode(args) if args is not None else "new",  # type: ignore[arg-type]
-        on_failure=print_failure, **rotation_limits(args),
-    )
-
-
 async def _collect(
-    source: Any, builder: CheckBuilder, duration: float, tracker: Any = None
+    source: FrameSource, builder: CheckBuilder, duration: float, interval_s: float,
+    tracker: VerdictTracker | FleetTracker | None = None,
 ) -> tuple[float, int | None]:
     """Poll until ``duration`` is covered or a signal arrives. Returns (seconds, signal)."""
     tracker = tracker or VerdictTracker(window_s=30.0)
@@ -143,7 +127,7 @@ async def _collect(
                     builder.add(frame, assessment)
                     # Poll k starts at k * interval: stop when the next one would start at or
                     # past the end (or when overrunning polls already used the time up).
-                    next_start = builder.samples * source.interval
+                    next_start = builder.samples * interval_s
                     if next_start >= duration - 1e-6 or time.monotonic() - start >= duration:
                         break
         finally:
@@ -151,54 +135,31 @@ async def _collect(
     return time.monotonic() - start, (received[0] if received else None)
 
 
-def _run_fleet_check(args: argparse.Namespace) -> int:
-    """``check --prometheus URL``: the fleet view's source and verdicts, headless (live polls
-    only, no start-up history: ``samples`` counts polls of the server)."""
-    from gpusat_tui.sources.fleet import build_fleet
-
-    try:
-        source, tracker = build_fleet(args.prometheus, getattr(args, "match", None) or (),
-                                      args.interval)
-    except GpusatError as exc:
-        say("gpusat-tui check", exc)
-        return 2
-    source.history = False
-    builder = CheckBuilder()
-    elapsed, signum = asyncio.run(_collect(source, builder, args.duration, tracker))
-    report = builder.report(elapsed)
-    # OutputFailed (full or closed stdout, a reader gone) is turned into 74 / 141 by the CLI.
-    emit(report.model_dump_json() if args.json else render_human(report))
-    return 128 + signum if signum is not None else 0
-
-
-def run_check(args: argparse.Namespace) -> int:
+def run_check(options: CheckOptions) -> int:
     """Entry point of ``gpusat-tui check`` (see the module docstring for exit statuses)."""
-    from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
+    from gpusat_tui.sources.build import build_source
+    from gpusat_tui.sources.recorder import print_failure
 
-    if getattr(args, "prometheus", None):
-        return _run_fleet_check(args)
-    source = LiveSource(
-        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or []),
-        enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
-    )
     try:
-        source.discover()
+        # The fleet view's check judges live polls only (no start-up history): ``samples``
+        # counts polls of the server.
+        built = build_source(options.source, fleet_history=False,
+                             on_record_failure=print_failure)
     except ToolMissing as exc:
         say("gpusat-tui check", exc, lines=True)
         return 1
-    polled: Any = source
-    if getattr(args, "record", None):
-        try:
-            polled = recording_source(args.record, source, args)
-        except GpusatError as exc:  # RecordingError: the file cannot be written
-            say("gpusat-tui check", exc)
-            return 2
+    except GpusatError as exc:  # a bad URL or --match, a recording that cannot be written
+        say("gpusat-tui check", exc)
+        return 2
     builder = CheckBuilder()
     # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
-    elapsed, signum = asyncio.run(_collect(polled, builder, args.duration))
+    elapsed, signum = asyncio.run(
+        _collect(built.source, builder, options.duration_s, options.source.poll.interval_s,
+                 built.tracker)
+    )
     report = builder.report(elapsed)
     # OutputFailed (full or closed stdout, a reader gone) is turned into 74 / 141 by the CLI.
-    emit(report.model_dump_json() if args.json else render_human(report))
+    emit(report.model_dump_json() if options.json else render_human(report))
     if signum is not None:
         return 128 + signum
     return 0

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
-from gpusat_tui.collectors.nvidia_throttle import split_reasons
 from gpusat_tui.model import (
     SCHEMA_VERSION,
     VENDORS,
@@ -26,6 +25,7 @@ from gpusat_tui.model import (
     ProbeSample,
     ProcessRole,
     Verdict,
+    split_reasons,
 )
 
 __all__ = [

@@ -1,99 +1,46 @@
-"""The command line's dashboard: which source and app the parsed arguments ask for, and running it.
+"""``gpusat-tui`` with no sub-command: build the source the options ask for (`sources.build`)
+and run the Textual app on it.
 
 Apart from `ui.app` so that the app stays what it shows and how it reacts, whatever feeds it:
-live polling, a replay, the fleet view or the bundled demo are chosen here.
+live polling, a replay, the fleet view or the bundled demo are chosen by the builder.
 """
 
 from __future__ import annotations
 
-from argparse import Namespace
-from pathlib import Path
-from typing import Any
-
+from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.output import say
+from gpusat_tui.sources.build import build_source
 from gpusat_tui.ui.app import GpusatApp
 
-#: The bundled demo session replayed by ``--fallback-demo`` (package data).
-DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
 
-
-def build_app(args: Namespace) -> GpusatApp:
-    """The app for parsed CLI args: replay, live, demo fallback or the no-tool screen.
+def build_app(options: DashboardOptions) -> GpusatApp:
+    """The app for these options: replay, live, fleet, demo fallback or the no-tool screen.
 
     Raises `GpusatError` for a recording that cannot be read (one clear message, no TUI).
     """
-    record = getattr(args, "record", None)
-    source: Any
-    banner = None
-    interval: float | None = None
-    tracker = None
-    if getattr(args, "prometheus", None):  # the fleet view (sources/fleet.py)
-        from gpusat_tui.sources.fleet import build_fleet
-
-        source, tracker = build_fleet(args.prometheus, args.match or (), args.interval)
-        interval = args.interval
-    elif getattr(args, "replay", None):
-        from gpusat_tui.sources.replay import ReplaySource
-
-        source = ReplaySource(
-            args.replay, speed=args.speed, follow=getattr(args, "follow", False)
-        )
-    else:
-        from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
-
-        live = LiveSource(
-            interval=args.interval, overrides=args.tool, pids=args.pid,
-            enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
-        )
-        try:
-            live.discover()
-            source = live
-            interval = args.interval
-        except ToolMissing as exc:
-            if not getattr(args, "fallback_demo", False):
-                return GpusatApp(None, no_tool=str(exc))
-            from gpusat_tui.sources.replay import ReplaySource
-
-            source = ReplaySource(DEMO_SESSION, speed=args.speed)
-            banner = (
-                "DEMO: no accelerator tool was found on this machine, so this is a replay of "
-                "a recorded demo session, not your hardware. Run without --fallback-demo to "
-                "see what was searched."
-            )
-            record = None  # recording a replayed demo would only copy the demo
-    if record:
-        from gpusat_tui.sources.recorder import RecordingSource, make_header, rotation_limits
-
-        tools = dict(getattr(source, "versions", {}) or {})
-        for tool in getattr(source, "tools", {}) or {}:
-            tools.setdefault(tool, None)
-        header = make_header(tools, args.interval)
-        from gpusat_tui.cli import record_mode
-
-        replayed = getattr(args, "replay", None) or []
-        source = RecordingSource(
-            source, record, header, mode=record_mode(args),  # type: ignore[arg-type]
-            protect=list(replayed), **rotation_limits(args),
-        )
-    view = getattr(args, "view", "auto")
-    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker,
-                     view=None if view == "auto" else view, freeze_heap=True)
+    try:
+        built = build_source(options.source)
+    except ToolMissing as exc:
+        return GpusatApp(None, no_tool=str(exc))
+    banner = built.banner
+    if built.record_dropped and banner:
+        banner = f"{banner} {built.record_dropped}."
+    return GpusatApp(built.source, interval=built.interval_s, banner=banner,
+                     tracker=built.tracker,
+                     view=None if options.view == "auto" else options.view, freeze_heap=True)
 
 
-def run_app(args: Namespace) -> int:
+def run_app(options: DashboardOptions) -> int:
     """Entry point for ``gpusat-tui`` without a sub-command; returns the exit status."""
     try:
-        app = build_app(args)
+        app = build_app(options)
     except GpusatError as exc:
-        from gpusat_tui.output import say
-
         say("gpusat-tui", exc)
         return 2
     result = app.run()
     failure = getattr(app.source, "failure", None)
     if failure:  # the recording stopped (disk full...): said on the status line, and here
-        from gpusat_tui.output import say
-
         say("gpusat-tui", failure)
     if app.no_tool is not None:
         return 2

@@ -22,11 +22,12 @@ import argparse
 import asyncio
 import contextlib
 import socket
-import sys
 from typing import TYPE_CHECKING, Any
 
-from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.commands.options import ExportOptions
 from gpusat_tui.commands.stopping import stopped_by_signals
+from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.output import say
 
 if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that import light
     from gpusat_tui.analysis.tracker import VerdictTracker
@@ -95,48 +96,36 @@ async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState
     return received[0] if received else None
 
 
-def run_export(args: argparse.Namespace) -> int:
+def run_export(options: ExportOptions) -> int:
     """Entry point of ``gpusat-tui export`` (exit statuses in the module docstring)."""
     from gpusat_tui.analysis.tracker import VerdictTracker
     from gpusat_tui.commands.export_metrics import ExportState
-    from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
+    from gpusat_tui.sources.build import build_source
+    from gpusat_tui.sources.recorder import print_failure
 
-    address, port = args.listen
-    host = args.host_label or socket.gethostname()
-    source = LiveSource(
-        interval=args.interval, overrides=dict(args.tool or {}), pids=list(args.pid or []),
-        enrich_every=getattr(args, "enrich_every", None) or DEFAULT_ENRICH_EVERY,
-    )
+    address, port = options.listen
+    host = options.host_label or socket.gethostname()
     try:
-        source.discover()
+        built = build_source(options.source, on_record_failure=print_failure)
     except ToolMissing as exc:
-        print(f"gpusat-tui export: {exc}", file=sys.stderr)
+        say("gpusat-tui export", exc, lines=True)
         return 1
-    polled: Any = source
-    if getattr(args, "record", None):
-        from gpusat_tui.commands.check import recording_source
-
-        try:
-            polled = recording_source(args.record, source)
-        except GpusatError as exc:
-            print(f"gpusat-tui export: {exc}", file=sys.stderr)
-            return 2
-    state = ExportState(host=host, interval_s=source.interval)
+    except GpusatError as exc:  # a recording that cannot be written
+        say("gpusat-tui export", exc)
+        return 2
+    interval_s = options.source.poll.interval_s
+    state = ExportState(host=host, interval_s=interval_s)
     try:
         server, url = serve(state, address, port)
     except OSError as exc:
-        print(f"gpusat-tui export: cannot listen on {address}:{port}: {exc}", file=sys.stderr)
+        say("gpusat-tui export", f"cannot listen on {address}:{port}: {exc}")
         with contextlib.suppress(Exception):
-            asyncio.run(polled.aclose())
+            asyncio.run(built.source.aclose())
         return 2
-    tools = ", ".join(sorted(source.tools))
-    print(
-        f"gpusat-tui export: serving {url} (host={host}; tools: {tools}; every "
-        f"{source.interval:g} s)",
-        file=sys.stderr, flush=True,
-    )
+    say("gpusat-tui export",
+        f"serving {url} (host={host}; tools: {', '.join(built.tools)}; every {interval_s:g} s)")
     try:
-        asyncio.run(_poll_forever(polled, VerdictTracker(window_s=30.0), state))
+        asyncio.run(_poll_forever(built.source, VerdictTracker(window_s=30.0), state))
     finally:
         server.shutdown()
         server.server_close()

@@ -24,45 +24,32 @@ engine spends ~1 ms per card per poll on a 30 s window):
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import shutil
 import sys
-from collections import Counter, deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.commands.check_report import (
     CheckBuilder,
-    CheckCard,
-    CheckReport,
-    CheckVerdict,
-    overall_verdict,
+)
+from gpusat_tui.commands.options import ReportOptions
+from gpusat_tui.commands.report_text import render_text
+from gpusat_tui.commands.session_report import (
+    Runs,
+    SessionReport,
+    Timeline,
 )
 from gpusat_tui.errors import RecordingError
-from gpusat_tui.model import VERDICT_KINDS, Assessment, Frame, RecordingHeader, Verdict
+from gpusat_tui.model import Assessment, Frame, RecordingHeader
 from gpusat_tui.output import emit, say
-from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.sources.codec import stream_size
 from gpusat_tui.sources.reader import FrameReader, RecordingPaths, last_frame, read_recording
 
-__all__ = [
-    "EXACT_CARD_POLLS",
-    "MAX_WINDOWS",
-    "ReportCard",
-    "ReportJSON",
-    "SessionReport",
-    "Stretch",
-    "analyse",
-    "render_text",
-    "run_report",
-]
+__all__ = ["EXACT_CARD_POLLS", "MAX_WINDOWS", "analyse", "run_report"]
 
 #: Up to this many (polls x cards), every poll is judged with the live tracker.
 EXACT_CARD_POLLS = 2400
@@ -72,202 +59,9 @@ MAX_WINDOWS = 96
 GAP_INTERVALS = 3.0
 #: A stretch is explained by the verdict this many polls before its end (see `Runs`).
 EXPLAIN_LAG_POLLS = 4
-#: Kinds that make a stretch "worst" (idle and unknown are not a training problem).
-BAD_KINDS: tuple[str, ...] = ("starving", "fragmenting", "imbalanced", "stalled")
-JOB_ID = "job"
-#: Chart values (percentages) outside ±this are skipped, not drawn (plotext overflows on 1e308).
-CHART_LIMIT = 1000.0
 
 
-# --- JSON shape: check's, plus verdict_share ---------------------------------------------------
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Stretch(_Out):
-    """A run of one verdict: seconds from the session start, with what the engine said."""
-
-    kind: str
-    cause: str | None = None
-    start_s: float
-    end_s: float
-    why: list[str] = Field(default_factory=list)
-    advice: list[str] = Field(default_factory=list)
-
-    @property
-    def seconds(self) -> float:
-        return self.end_s - self.start_s
-
-
-class ReportCard(CheckCard):
-    """`check`'s card, plus where its time went. ``verdict`` is the verdict it spent most
-    time in (not ``unknown`` if it had any other), with the why/advice of its longest run."""
-
-    verdict_share: dict[str, float] = Field(default_factory=dict)
-    worst: list[Stretch] = Field(default_factory=list)
-
-
-class ReportJSON(CheckReport):
-    """The one JSON object ``report --json`` prints (`CheckReport` plus the session's shares)."""
-
-    cards: list[ReportCard] = Field(default_factory=list)  # type: ignore[assignment]
-    #: Fraction of the session per kind of the job verdict (all cards together).
-    verdict_share: dict[str, float] = Field(default_factory=dict)
-    job_worst: list[Stretch] = Field(default_factory=list)
-    file: str
-    #: "every poll" or "N sampled windows of W s" (see the module docstring).
-    judged: str
-    skipped_lines: int = 0
-    header: RecordingHeader
-
-
-# --- analysis ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Runs:
-    """Time per kind and the runs of equal verdicts of one card (or the job).
-
-    A run's why/advice are those of the verdict ``lag`` polls before its end: the tracker's
-    evidence window grows through a run (so late is better than early), but its very last
-    polls already hold some of the next state, which the hysteresis has not shown yet.
-    """
-
-    lag: int = 0
-    seconds: Counter[str] = field(default_factory=Counter)
-    runs: list[Stretch] = field(default_factory=list)
-    _recent: deque[Verdict] = field(default_factory=deque)
-
-    def add(self, verdict: Verdict, start: float, end: float) -> None:
-        span = max(0.0, end - start)
-        self.seconds[verdict.kind] += span
-        last = self.runs[-1] if self.runs else None
-        if last is not None and (last.kind, last.cause) == (verdict.kind, verdict.cause) and (
-            abs(last.end_s - start) < 1e-6
-        ):
-            self._recent.append(verdict)
-            if len(self._recent) > self.lag + 1:
-                self._recent.popleft()
-            told = self._recent[0]
-            self.runs[-1] = last.model_copy(
-                update={"end_s": end, "why": list(told.why), "advice": list(told.advice)}
-            )
-        else:
-            self._recent = deque([verdict])
-            self.runs.append(
-                Stretch(kind=verdict.kind, cause=verdict.cause, start_s=start, end_s=end,
-                        why=list(verdict.why), advice=list(verdict.advice))
-            )
-
-    def share(self) -> dict[str, float]:
-        total = sum(self.seconds.values())
-        if total <= 0:
-            return {}
-        return {k: round(self.seconds[k] / total, 4) for k in VERDICT_KINDS if self.seconds[k]}
-
-    def dominant(self) -> str:
-        known = {k: s for k, s in self.seconds.items() if k != "unknown" and s > 0}
-        pool = known or dict(self.seconds)
-        if not pool:
-            return "unknown"
-        return max(pool, key=lambda k: (pool[k], -VERDICT_KINDS.index(k)))  # type: ignore[arg-type]
-
-    def longest(self, kind: str) -> Stretch | None:
-        runs = [r for r in self.runs if r.kind == kind]
-        return max(runs, key=lambda r: r.seconds) if runs else None
-
-    def worst(self, n: int = 3) -> list[Stretch]:
-        bad = [r for r in self.runs if r.kind in BAD_KINDS and r.seconds > 0]
-        return sorted(bad, key=lambda r: (-r.seconds, r.start_s))[:n]
-
-
-@dataclass
-class _Timeline:
-    """Per card, figures averaged into fixed time bins (for the charts)."""
-
-    bins: int
-    span_s: float
-    sums: dict[str, list[list[float]]] = field(default_factory=dict)
-
-    FIELDS = ("util", "power", "vram")
-
-    def add(self, card_id: str, rel_t: float, util: float | None, power: float | None,
-            vram: float | None) -> None:
-        if card_id not in self.sums:
-            self.sums[card_id] = [[0.0, 0.0] * 3 for _ in range(self.bins)]
-        b = min(self.bins - 1, max(0, int(rel_t / self.span_s * self.bins))) if self.span_s else 0
-        row = self.sums[card_id][b]
-        for i, value in enumerate((util, power, vram)):
-            # Charted as % (of 100, of the cap): anything far outside is not a figure, and
-            # summing 1e308s would overflow to inf.
-            if value is not None and math.isfinite(value) and -CHART_LIMIT <= value <= CHART_LIMIT:
-                row[2 * i] += value
-                row[2 * i + 1] += 1
-
-    def series(self, card_id: str) -> tuple[list[float], dict[str, list[float | None]]]:
-        """Bin centres (seconds) and, per field, the bin means (None where no figure)."""
-        rows = self.sums.get(card_id, [])
-        width = self.span_s / self.bins if self.bins else 0.0
-        xs = [(i + 0.5) * width for i in range(len(rows))]
-        out: dict[str, list[float | None]] = {}
-        for i, name in enumerate(self.FIELDS):
-            out[name] = [r[2 * i] / r[2 * i + 1] if r[2 * i + 1] else None for r in rows]
-        return xs, out
-
-
-@dataclass
-class SessionReport:
-    """Everything `render_text` and the JSON need, gathered in one pass."""
-
-    path: Path
-    header: RecordingHeader
-    builder: CheckBuilder
-    judged: str
-    duration_s: float
-    samples: int
-    cards: dict[str, Runs]
-    job: Runs
-    timeline: _Timeline
-    skipped: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> ReportJSON:
-        base = self.builder.report(self.duration_s)
-        cards: list[ReportCard] = []
-        for card in base.cards:
-            runs = self.cards.get(card.id, Runs())
-            kind = runs.dominant()
-            longest = runs.longest(kind)
-            verdict = CheckVerdict(
-                kind=kind,
-                cause=longest.cause if longest else None,
-                why=list(longest.why) if longest else [],
-                advice=list(longest.advice) if longest else [],
-            )
-            data = card.model_dump(exclude={"verdict"})
-            cards.append(
-                ReportCard(**data, verdict=verdict, verdict_share=runs.share(),
-                           worst=runs.worst())
-            )
-        overall = overall_verdict([c.verdict.kind for c in cards], self.job.dominant())
-        dump = base.model_dump(exclude={"cards", "verdict", "samples"})
-        return ReportJSON(
-            **dump,
-            samples=self.samples,
-            cards=cards,
-            verdict=overall,
-            verdict_share=self.job.share(),
-            job_worst=self.job.worst(),
-            file=str(self.path),
-            judged=self.judged,
-            skipped_lines=self.skipped,
-            header=self.header,
-        )
-
-
-def _figures(frame: Frame, t0: float, timeline: _Timeline) -> None:
+def _figures(frame: Frame, t0: float, timeline: Timeline) -> None:
     rel = frame.t - t0
     for card in frame.cards:
         if card.stale_s is not None:
@@ -327,7 +121,7 @@ def analyse(
         est_polls = max(1, (size - first_offset) // first_len)
         n_cards = max(1, len(first.cards))
         span = _span(header, first, last)
-        timeline = _Timeline(bins=max(1, bins), span_s=span)
+        timeline = Timeline(bins=max(1, bins), span_s=span)
         if est_polls * n_cards <= exact_card_polls:
             # Small file: also note fields this version does not know (newer writer).
             reader.check_unknown = True
@@ -343,7 +137,7 @@ def analyse(
 
 
 def _analyse_exact(
-    path: Path, header: RecordingHeader, reader: FrameReader, first: Frame, timeline: _Timeline
+    path: Path, header: RecordingHeader, reader: FrameReader, first: Frame, timeline: Timeline
 ) -> SessionReport:
     tracker = VerdictTracker(window_s=30.0)
     builder = CheckBuilder()
@@ -398,7 +192,7 @@ def _analyse_windows(
     reader: FrameReader,
     first: Frame,
     last: Frame,
-    timeline: _Timeline,
+    timeline: Timeline,
     data_start: int,
     window_s: float,
     max_windows: int,
@@ -461,20 +255,20 @@ def _analyse_windows(
     )
 
 
-def run_report(args: argparse.Namespace) -> int:
+def run_report(options: ReportOptions) -> int:
     """Entry point of ``gpusat-tui report``: 0 on success, 1 when the file cannot be reported.
 
     Output that cannot be written raises `OutputFailed` (74 or 141: see `gpusat_tui.output`).
     """
     try:
-        report = analyse(args.file)
+        report = analyse(list(options.files))
     except RecordingError as exc:
         say("gpusat-tui report", exc)
         return 1
-    if args.json:
+    if options.json:
         emit(report.to_json().model_dump_json())
         return 0
-    width = args.width or shutil.get_terminal_size((100, 24)).columns
+    width = options.width or shutil.get_terminal_size((100, 24)).columns
     try:
         tty = sys.stdout is not None and sys.stdout.isatty()
     except (ValueError, OSError):

@@ -11,13 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from gpusat_tui.commands.check_report import probe_line, probe_who
+from gpusat_tui.commands.session_report import Runs, SessionReport, Stretch
 from gpusat_tui.text import clean, clean_block
-
-if TYPE_CHECKING:  # report imports this module; these names are only annotations here
-    from gpusat_tui.commands.report import Runs, SessionReport, Stretch
 
 __all__ = ["render_text"]
 

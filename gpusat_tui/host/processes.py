@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from gpusat_tui.model import CardProcess, HostSample, ProcessRole, ProcessSample, ToolError
 from gpusat_tui.host.proc_readers import (
     Denied,
     Failed,
@@ -58,6 +57,7 @@ from gpusat_tui.host.proc_readers import (
     hidepid_from_mounts,
 )
 from gpusat_tui.host.procfs import PROC_ROOT, ProcfsReader
+from gpusat_tui.model import CardProcess, HostSample, ProcessRole, ProcessSample, ToolError
 
 __all__ = [
     "PIN_THREAD_NAME",

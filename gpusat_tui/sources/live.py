@@ -35,10 +35,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
-from gpusat_tui.collectors.base import ToolReading, ToolSpec, find_executable, resolve_process_cards
+from gpusat_tui.collectors.base import ToolReading, ToolSpec, resolve_process_cards
+from gpusat_tui.collectors.discovery import find_executable
 from gpusat_tui.errors import GpusatError, ToolMissing
-from gpusat_tui.model import CardProcess, CardReading, Frame, HostSample, ProcessSample, ToolError
 from gpusat_tui.host.probe_files import ProbePoller
+from gpusat_tui.model import CardProcess, CardReading, Frame, HostSample, ProcessSample, ToolError
+from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
 from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, RunResult, kill_running_tools, run_tool
 from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 from gpusat_tui.sources.tool_queries import (
@@ -52,7 +54,6 @@ from gpusat_tui.sources.tool_queries import (
 )
 
 __all__ = [
-    "DEFAULT_ENRICH_EVERY",
     "MAX_OUTPUT_BYTES",
     "RAW_KEEP_CHARS",
     "LiveSource",
@@ -63,8 +64,6 @@ __all__ = [
     "run_tool",
 ]
 
-#: Per-card enrichment queries run on one poll in this many (see `sources.tool_queries`).
-DEFAULT_ENRICH_EVERY = 5
 #: Where the in-process NVML reader is "found".
 IN_PROCESS = "in-process"
 

@@ -35,7 +35,6 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Literal
 
 from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
@@ -43,10 +42,9 @@ from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.closing import ClosedOnExit
 from gpusat_tui.sources.codec import BlockWriter, format_for_name, part_path
+from gpusat_tui.sources.options import RECORD_MODES, RecordMode
 
-__all__ = [
-    "RECORD_MODES", "RecordMode", "Recorder", "RecordingSource", "make_header", "rotation_limits",
-]
+__all__ = ["Recorder", "RecordingSource", "make_header", "print_failure"]
 
 
 def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeader:
@@ -63,18 +61,6 @@ def make_header(tools: dict[str, str | None], interval: float) -> RecordingHeade
         started_at=time.time(),
     )
 
-
-#: What to do with a recording file that already holds data (``--force``, ``--append``).
-RecordMode = Literal["new", "overwrite", "append"]
-RECORD_MODES: tuple[RecordMode, ...] = ("new", "overwrite", "append")
-
-
-def rotation_limits(args: object) -> dict[str, float | int | None]:
-    """``max_bytes`` / ``max_age_s`` for a `RecordingSource` from parsed CLI options."""
-    return {
-        "max_bytes": getattr(args, "record_max_size", None),
-        "max_age_s": getattr(args, "record_max_age", None),
-    }
 
 
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:

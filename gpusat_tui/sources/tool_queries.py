@@ -9,7 +9,7 @@ understood), `_NotOurs` (someone else's tool). A refused required query goes dow
 chain, and the first link that answers replaces it for the session (a note says so).
 
 Per-card enrichments (``Query(per_card=True)``: npu-smi's ``-t usages -i N``, one call per card,
-~27 ms per poll for 8 cards) run only every ``enrich_every`` polls (`live.DEFAULT_ENRICH_EVERY`):
+~27 ms per poll for 8 cards) run only every ``enrich_every`` polls (`options.DEFAULT_ENRICH_EVERY`):
 in between, their last figures are merged again as they were, not marked stale, since the
 card's required view (the figures the verdict reads) is fresh on every poll. The cost of the
 choice: an enrichment-only figure (AIVector %, say) can be up to ``enrich_every - 1`` polls old.

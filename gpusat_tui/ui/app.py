@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -31,7 +31,7 @@ from textual.reactive import var
 from textual.widgets import Footer, Static
 
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
-from gpusat_tui.sources import FrameSource
+from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
@@ -47,9 +47,6 @@ from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_t
 
 #: Seconds of steady running the first own-CPU figure is measured over.
 CPU_FIRST_FIGURE_S = 2.0
-
-#: Replay speeds offered by +/-.
-SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
 #: Seconds a signal-triggered exit may take to restore the terminal before the process ends
 #: anyway (see `GpusatApp._exit_on_signal`).
@@ -282,8 +279,12 @@ class GpusatApp(App[int]):
                 await self.source.aclose()
 
     @property
+    def _replay(self) -> Replayable | None:
+        return replay_controls(self.source)
+
+    @property
     def _is_replay(self) -> bool:
-        return hasattr(self.source, "seek")
+        return self._replay is not None
 
     def on_frame_received(self, message: FrameReceived) -> None:
         # A live source keeps polling while paused (verdicts stay current); the screen holds
@@ -442,13 +443,9 @@ class GpusatApp(App[int]):
         if self.source is None:
             return "no source"
         label = clean(getattr(self.source, "label", "source"), 80)
-        if self._is_replay:
-            pos = getattr(self.source, "position", None)
-            dur = getattr(self.source, "duration", None)
-            speed = getattr(self.source, "speed", None)
-            label += f" {_mmss(pos)}/{_mmss(dur)}"
-            if speed is not None:
-                label += f" at {speed:g}x"
+        replay = self._replay
+        if replay is not None:
+            label += f" {_mmss(replay.position)}/{_mmss(replay.duration)} at {replay.speed:g}x"
         if self.paused:
             label += " PAUSED"
         return label
@@ -569,9 +566,9 @@ class GpusatApp(App[int]):
             self.push_screen(HelpScreen())
 
     def action_toggle_pause(self) -> None:
-        toggle = getattr(self.source, "toggle_pause", None)
-        if callable(toggle):
-            toggle()
+        replay = self._replay
+        if replay is not None:
+            replay.toggle_pause()
         self.paused = not self.paused
         if not self.paused and self._pending is not None:
             frame, assessment = self._pending
@@ -579,14 +576,11 @@ class GpusatApp(App[int]):
             self._show(frame, assessment)
 
     def _set_speed(self, step: int) -> None:
-        source: Any = self.source
-        stepper = getattr(source, "speed_up" if step > 0 else "slow_down", None)
-        if callable(stepper):
-            stepper()
-        else:
-            current = float(getattr(source, "speed", 1.0))
-            index = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - current))
-            source.speed = SPEEDS[min(max(index + step, 0), len(SPEEDS) - 1)]
+        replay = self._replay
+        if replay is not None and step > 0:
+            replay.speed_up()
+        elif replay is not None:
+            replay.slow_down()
         self._update_status()
 
     def action_faster(self) -> None:
@@ -596,15 +590,21 @@ class GpusatApp(App[int]):
         self._set_speed(-1)
 
     def action_seek(self, delta: float) -> None:
-        self.source.seek(float(delta))  # type: ignore[union-attr]
+        replay = self._replay
+        if replay is not None:
+            replay.seek(float(delta))
         self._update_status()
 
     def action_jump_start(self) -> None:
-        self.source.jump_start()  # type: ignore[union-attr]
+        replay = self._replay
+        if replay is not None:
+            replay.jump_start()
         self._update_status()
 
     def action_jump_end(self) -> None:
-        self.source.jump_end()  # type: ignore[union-attr]
+        replay = self._replay
+        if replay is not None:
+            replay.jump_end()
         self._update_status()
 
 

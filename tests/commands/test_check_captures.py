@@ -10,9 +10,9 @@ import pytest
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
 from tests.collector_helpers import read_sample, samples_dir
+from tests.commands.test_check import check_json
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.tool import FakeBin, renderer_for, spec_arg_lists
-from tests.commands.test_check import check_json
 
 #: (tool, sample folder, capture of its required query).
 CAPTURES = [

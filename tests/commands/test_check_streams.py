@@ -22,6 +22,7 @@ from gpusat_tui.collectors.nvidia_smi import (
     QUERY_GPU_THROTTLE_ARGS,
 )
 from tests.collector_helpers import read_sample, samples_dir
+from tests.commands.test_check import check_json, stats
 from tests.conftest import leftover_processes
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import neuron_monitor as nm_fmt
@@ -29,7 +30,6 @@ from tests.fakes.formats import nvidia_smi as nv_fmt
 from tests.fakes.formats import tegrastats as tg_fmt
 from tests.fakes.stream import Run, write_dispatch, write_fake_stream
 from tests.fakes.tool import FakeBin, Step
-from tests.commands.test_check import check_json, stats
 
 ARGS = ("--duration", "2", "--interval", "0.5")
 

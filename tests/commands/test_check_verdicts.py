@@ -164,9 +164,9 @@ def busy_tree(*args: str, max_s: float = 20.0) -> Iterator[Tree]:
     """Start ``tests/jobs/busy_tree.py`` with ``args``; always kill the whole tree after.
 
     The tree leads its own session, and where allowed (root / CAP_SYS_NICE) that session's
-    autogroup gets nice -10, as `tests.host.test_processes.Job` does: with autogroup scheduling every
-    session gets an equal share of the cores, so a CPU-bound neighbour (another job on a shared
-    runner) would otherwise hold a spinning worker well under the 85 % "pegged" line, and the
+    autogroup gets nice -10, as `tests.host.test_processes.Job` does: with autogroup scheduling
+    every session gets an equal share of the cores, so a CPU-bound neighbour (another job on a
+    shared runner) would otherwise hold a spinning worker well under the 85 % "pegged" line, and the
     verdict would say ``unknown``. Boosted, the staged job is pegged as a real one would be.
     """
     proc = subprocess.Popen(

@@ -124,7 +124,8 @@ def test_a_hung_tool_never_slows_a_scrape(tmp_path: Path) -> None:
 
 def test_exporter_does_not_import_textual() -> None:
     code = (
-        "import sys, gpusat_tui.commands.export, gpusat_tui.commands.export_metrics, gpusat_tui.cli; "
+        "import sys, gpusat_tui.commands.export, gpusat_tui.commands.export_metrics, "
+        "gpusat_tui.cli; "
         "gpusat_tui.cli.build_parser(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_plotext')))"
     )

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from gpusat_tui.commands.check import render_human
 from gpusat_tui.commands.check_report import CheckBuilder
+from gpusat_tui.commands.report import analyse
+from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.model import ProbeAlloc, ProbeSample, ProcessSample
-from gpusat_tui.commands.report import analyse, render_text
 from tests.recording_helpers import simple_frame, write_recording
 
 

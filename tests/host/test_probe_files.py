@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gpusat_tui.host.probe_files import ProbePoller, ProbeReader, parse_probe, tie_card
 from gpusat_tui.model import CardProcess, CardReading
 from gpusat_tui.probe import core
 from gpusat_tui.probe.layout import (
@@ -21,7 +22,6 @@ from gpusat_tui.probe.layout import (
     file_name,
     tmp_name,
 )
-from gpusat_tui.host.probe_files import ProbePoller, ProbeReader, parse_probe, tie_card
 
 #: A layout-1 file as another program (an older or newer probe) would write it, from the
 #: documented keys alone.

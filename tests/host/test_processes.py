@@ -20,12 +20,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpusat_tui.commands import processes as procmod
 from gpusat_tui.errors import ParseError
-from gpusat_tui.model import CardProcess, ProcessSample
+from gpusat_tui.host import processes as procmod
 from gpusat_tui.host.proc_readers import ProcStat, hidepid_from_mounts
 from gpusat_tui.host.processes import ProcessMonitor, ProcessReport
 from gpusat_tui.host.procfs import ProcfsReader, parse_proc_stat
+from gpusat_tui.model import CardProcess, ProcessSample
 from tests.proctree import kill_group, subreaper
 
 JOBS = Path(__file__).resolve().parents[1] / "jobs"

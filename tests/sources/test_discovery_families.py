@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.collectors import all_specs
-from gpusat_tui.collectors.base import ToolSpec, find_executable
+from gpusat_tui.collectors.base import ToolSpec
+from gpusat_tui.collectors.discovery import find_executable
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.sources.live import LiveSource
 from tests.fakes import FakeCard

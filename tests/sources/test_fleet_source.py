@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gpusat_tui.analysis.fleet import FleetTracker, lagging_hosts
-from gpusat_tui.errors import GpusatError
 from gpusat_tui.commands.export_metrics import ExportState
+from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
 from gpusat_tui.sources.fleet import FleetSource, build_fleet
 from gpusat_tui.sources.fleet_answers import (

@@ -19,7 +19,8 @@ from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, HostSample, ProcessSample, ToolError
 from gpusat_tui.sources import FrameSource, live, procs, tool_queries
-from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
+from gpusat_tui.sources.live import LiveSource
+from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
 from tests.conftest import leftover_processes, zombie_children
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.tool import FakeBin, Step

@@ -21,9 +21,9 @@ import pytest
 import zstandard
 
 from gpusat_tui import cli
+from gpusat_tui.commands.report import analyse
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.commands.report import analyse
 from gpusat_tui.sources import blockfile
 from gpusat_tui.sources.codec import format_for_name, part_path, session_paths, sniff
 from gpusat_tui.sources.recorder import Recorder, make_header

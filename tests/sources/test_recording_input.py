@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from gpusat_tui.commands.report import analyse
+from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import CardReading, Frame
-from gpusat_tui.commands.report import analyse, render_text
 from gpusat_tui.sources.replay import (
     MAX_HEADER_BYTES,
     MAX_LINE_BYTES,

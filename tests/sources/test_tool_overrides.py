@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpusat_tui.collectors import all_specs
-from gpusat_tui.collectors.base import find_executable
+from gpusat_tui.collectors.discovery import find_executable
 
 SPECS = {spec.tool: spec for spec in all_specs()}
 

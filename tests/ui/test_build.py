@@ -6,25 +6,25 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.cli import build_parser
+from gpusat_tui.cli import parse as parse_command
 from gpusat_tui.collectors.nvidia_smi import SPECS as NVIDIA_SMI
+from gpusat_tui.commands.dashboard import build_app, run_app
+from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.model import Frame, RecordingHeader
+from gpusat_tui.sources import build as build_module
 from gpusat_tui.sources.live import LiveSource
 from gpusat_tui.sources.recorder import Recorder
 from gpusat_tui.sources.replay import ReplaySource
-from gpusat_tui.ui import entry as app_module
 from gpusat_tui.ui.app import GpusatApp
-from gpusat_tui.commands.dashboard import build_app, run_app
 from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin
 from tests.ui.conftest import T0, FixedTracker, card, screen_text, settle
 
 
-def parse(*argv: str) -> object:
-    args = build_parser().parse_args(list(argv))
-    args.tool = dict(args.tool or [])
-    args.pid = list(args.pid or [])
-    return args
+def parse(*argv: str) -> DashboardOptions:
+    options = parse_command(list(argv))
+    assert isinstance(options, DashboardOptions)
+    return options
 
 
 def write_session(path: Path, n: int = 30, cards: int = 2) -> Path:
@@ -38,7 +38,7 @@ def write_session(path: Path, n: int = 30, cards: int = 2) -> Path:
 
 def test_replay_args_build_a_replay_app(tmp_path: Path) -> None:
     session = write_session(tmp_path / "run.jsonl")
-    app = build_app(parse("--replay", str(session), "--speed", "4"))  # type: ignore[arg-type]
+    app = build_app(parse("--replay", str(session), "--speed", "4"))
     assert isinstance(app.source, ReplaySource)
     assert app.source.speed == 4.0
     assert app.no_tool is None and app.banner is None
@@ -53,7 +53,7 @@ async def test_view_flag_picks_the_first_view_whatever_the_pane(
     # 8 cards in 160x50: the overview fits, so "auto" shows it; "card" keeps the card view,
     # and both explicit choices hold when the pane is resized.
     session = write_session(tmp_path / "run.jsonl", cards=8)
-    app = build_app(parse("--replay", str(session), "--speed", "4", "--view", flag))  # type: ignore[arg-type]
+    app = build_app(parse("--replay", str(session), "--speed", "4", "--view", flag))
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot, lambda: app.frame is not None)
         assert app.overview is overview
@@ -73,7 +73,7 @@ def test_unreadable_recording_is_one_clear_message(
 ) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"not": "a header"}\n')
-    assert run_app(parse("--replay", str(bad))) == 2  # type: ignore[arg-type]
+    assert run_app(parse("--replay", str(bad))) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpusat-tui: ") and "Traceback" not in err
     assert str(bad.name) in err or "header" in err
@@ -81,7 +81,7 @@ def test_unreadable_recording_is_one_clear_message(
 
 def test_no_tool_gives_the_no_tool_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    app = build_app(parse())  # type: ignore[arg-type]
+    app = build_app(parse())
     assert app.source is None
     assert app.no_tool is not None and app.no_tool.startswith("No accelerator tool found")
     assert "nvidia-smi" in app.no_tool
@@ -92,8 +92,8 @@ def test_fallback_demo_replays_the_demo_and_says_so(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     demo = write_session(tmp_path / "demo.jsonl")
-    monkeypatch.setattr(app_module, "DEMO_SESSION", demo)
-    app = build_app(parse("--fallback-demo", "--record", str(tmp_path / "x.jsonl")))  # type: ignore[arg-type]
+    monkeypatch.setattr(build_module, "DEMO_SESSION", demo)
+    app = build_app(parse("--fallback-demo", "--record", str(tmp_path / "x.jsonl")))
     assert isinstance(app.source, ReplaySource)
     assert app.banner is not None and "replay of a recorded demo session" in app.banner
     assert not (tmp_path / "x.jsonl").exists()  # a demo is not recorded as if it were ours
@@ -129,10 +129,10 @@ def test_fallback_demo_uses_the_bundled_package_demo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert app_module.DEMO_SESSION.is_file()
-    app = build_app(parse("--fallback-demo"))  # type: ignore[arg-type]
+    assert build_module.DEMO_SESSION.is_file()
+    app = build_app(parse("--fallback-demo"))
     assert isinstance(app.source, ReplaySource)
-    assert app.source.path == app_module.DEMO_SESSION
+    assert app.source.path == build_module.DEMO_SESSION
     assert app.source.label == "replay demo.jsonl"
 
 
@@ -140,10 +140,10 @@ def test_live_args_reach_the_live_source(fake_bin: FakeBin,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     fake_bin.add_for_spec(NVIDIA_SMI[0], [[FakeCard(0)]])
     monkeypatch.setenv("PATH", fake_bin.path)
-    source = build_app(parse("--interval", "2", "--enrich-every", "3")).source  # type: ignore[arg-type]
+    source = build_app(parse("--interval", "2", "--enrich-every", "3")).source
     assert isinstance(source, LiveSource) and "nvidia-smi" in source.tools
     assert source.enrich_every == 3 and source.interval == 2.0
-    default = build_app(parse()).source  # type: ignore[arg-type]
+    default = build_app(parse()).source
     assert isinstance(default, LiveSource) and default.enrich_every == 5
 
 
@@ -159,7 +159,7 @@ async def test_the_command_line_app_freezes_its_start_up_heap_once(tmp_path: Pat
         async with plain.run_test(size=(100, 30)) as pilot:
             await settle(pilot, lambda: plain.frames_shown >= FREEZE_HEAP_AFTER + 1)
         assert gc.get_freeze_count() == frozen_before
-        app = build_app(parse("--replay", str(session), "--speed", "64"))  # type: ignore[arg-type]
+        app = build_app(parse("--replay", str(session), "--speed", "64"))
         assert app.freeze_heap
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot, lambda: app.frames_shown >= FREEZE_HEAP_AFTER)

@@ -1,5 +1,6 @@
 """The fleet view in the app (Pilot), fed by `FleetSource` over a scripted Prometheus API: many
-hosts, and a server that goes away. The real-server version is tests/commands/test_prometheus_real.py."""
+hosts, and a server that goes away. The real-server version is
+tests/commands/test_prometheus_real.py."""
 
 from __future__ import annotations
 

@@ -364,7 +364,7 @@ def _ascend_cards(tick: int, rng: random.Random) -> list[FakeCard]:
     return [dataclasses.replace(card, power_w=round(rng.uniform(290, 320), 1))]
 
 
-# --- multi-card jobs, stalls and contention (issue 11) ------------------------------------------
+# --- multi-card jobs, stalls and contention ------------------------------------------
 
 #: One swing of a starving card's utilisation, poll by poll (the issue's example): every card
 #: of the phase-noise scenarios runs through it, each shifted by its own number of polls.
@@ -491,7 +491,7 @@ _LIST: tuple[Scenario, ...] = (
         seed=8,
         expected_cards={
             0: Expectation("saturated"), 1: Expectation("saturated"),
-            # The straggler's own badge (issue 11): its pegged workers stay in its why.
+            # The straggler's own badge: its pegged workers stay in its why.
             2: Expectation("saturated"), 3: Expectation("imbalanced", "straggler"),
         },
     ),

@@ -102,7 +102,7 @@ SESSIONS: dict[str, tuple[Scenario, int]] = {
 #: Scenarios a fake tool cannot record: GPM figures (SM activity) come from NVML's GPM API,
 #: which the fake nvidia-smi (CSV fields only) does not give.
 NOT_RECORDED = {"collective_wait_gpm"}
-# Every other labelled scenario gets its own session too (issue 4: each scenario is also a
+# Every other labelled scenario gets its own session too (each scenario is also a
 # recording), named after the scenario: 60 polls, 45 for the step changes.
 SESSIONS.update(
     {

@@ -122,7 +122,7 @@ def decide(
     """The card's verdict; ``evidence`` (the host figures) is only read for ``starving``, and
     ``stall`` only for a card holding memory with no utilisation.
 
-    ``measured`` (the probe in the trainer that drives the card, issue 12) goes first where it
+    ``measured`` (the probe in the trainer that drives the card) goes first where it
     decides: a data wait at or above ``data_wait_starving_pct`` is starving whatever the
     utilisation says; allocator figures replace the fragmenting heuristic; a low data wait
     rules out an input-side cause. Without it the verdict is inferred from outside only and an

@@ -19,20 +19,14 @@ from typing import NamedTuple
 
 from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
 
-# `Stall` and `stall_run` live in `stall`; they are named here too, where they were imported
-# from before.
-from gpusat_tui.analysis.stall import Stall, stall_run
-
 __all__ = [
     "EvidenceCache",
     "HostEvidence",
     "PollEvidence",
     "ProcessTie",
-    "Stall",
     "fold_evidence",
     "host_evidence",
     "poll_evidence",
-    "stall_run",
 ]
 
 

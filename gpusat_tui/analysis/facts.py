@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
-from gpusat_tui.analysis.window import Stats, _card_id, _cards_of, num
+from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
 from gpusat_tui.model import LIMITING, Frame, ProcessSample, split_reasons
 
 __all__ = [
@@ -216,7 +216,7 @@ class FrameFacts:
     cpu_count: int | None
     #: The frame's time when usable (`num`), for the rules that measure durations.
     t: float | None = None
-    #: What the probes in the trainers measured (issue 12); empty without a probe.
+    #: What the probes in the trainers measured; empty without a probe.
     probes: tuple[ProbeFacts, ...] = ()
     #: (pid, card ids) of each trainer that names its cards, in process order, and whether
     #: any process names cards: what `evidence.ProcessTie` folds over a window.
@@ -247,8 +247,8 @@ assert ProcFacts._fields == (
 def frame_facts(frame: Frame) -> FrameFacts:
     """The facts of one frame (never raises on odd figures)."""
     cards: dict[str, CardFacts] = {}
-    for card in _cards_of(frame):
-        cid = _card_id(card)
+    for card in cards_of(frame):
+        cid = card_id_of(card)
         if cid is not None and cid not in cards:
             cards[cid] = card_facts(card)
     procs = []
@@ -306,7 +306,7 @@ def _interned(trainers: tuple[tuple[object, tuple[str, ...]], ...]) -> tuple[
 def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:
     out = []
     for card in getattr(frame, "cards", None) or ():
-        cid = _card_id(card)
+        cid = card_id_of(card)
         if cid is not None:
             out.append((cid, getattr(card, "stale_s", None) is None))
     return tuple(out)

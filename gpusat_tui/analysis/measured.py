@@ -1,4 +1,4 @@
-"""Measured evidence: what the probes inside the trainers saw (issue 12), over a window.
+"""Measured evidence: what the probes inside the trainers saw, over a window.
 
 The probe times ``next(dataloader)``, counts steps and reads the allocator in the training
 process itself, so its figures outrank everything inferred from outside (a duty-cycle
@@ -18,13 +18,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gpusat_tui.analysis.window import num
 from gpusat_tui.model import Frame, ProbeAlloc
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.facts import FrameFacts
     from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = [
@@ -33,6 +32,7 @@ __all__ = [
     "ProbeFacts",
     "Rank",
     "Straggler",
+    "WithProbes",
     "measured_for_card",
     "probe_facts",
     "ranks_of",
@@ -128,7 +128,15 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def ranks_of(facts: Sequence[FrameFacts], th: Thresholds) -> list[Rank]:
+class WithProbes(Protocol):
+    """What `ranks_of` reads of a frame's facts (`facts.FrameFacts`, which is built on this
+    module's `probe_facts`)."""
+
+    @property
+    def probes(self) -> tuple[ProbeFacts, ...]: ...
+
+
+def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
     """Every probed trainer in the window with fresh publications, by rank then PID."""
     by_pid: dict[int, list[ProbeFacts]] = {}
     for ff in facts:

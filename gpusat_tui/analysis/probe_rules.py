@@ -1,4 +1,4 @@
-"""The card rules that stand on measurements from the trainer's probe (issue 12).
+"""The card rules that stand on measurements from the trainer's probe.
 
 `measured_verdict` decides where the probe's figures are the better evidence: allocator
 figures showing fragmentation (reserved far above allocated, with retries or growing inactive

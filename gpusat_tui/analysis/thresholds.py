@@ -84,7 +84,7 @@ class Thresholds:
     #: How far back the duration rules (imbalance persistence, stall duration) look when the
     #: tracker judges its short recent window (see `tracker`); at least ``stall_min_s`` is used.
     history_s: float = 20.0
-    # --- measured in the trainer by the probe (``gpusat-tui run``), issue 12 ---------------
+    # --- measured in the trainer by the probe (``gpusat-tui run``) ---------------
     #: Data wait (share of wall time blocked in next(dataloader)) at or above this is
     #: starving whatever the utilisation says (the TensorFlow profiler's "highly input-bound").
     data_wait_starving_pct: float = 20.0

@@ -156,7 +156,7 @@ class _Window:
         self.past = history if history is not None else History(facts, thresholds)
         self.tie = self.past.tie if context == 0 else ProcessTie(self.facts)
         self.evidence = EvidenceCache(self.facts, self.tie)
-        #: The probed trainers in the window (issue 12).
+        #: The probed trainers in the window.
         self.ranks = ranks_of(self.facts, thresholds)
 
     def stall(self, card_id: str, th: Thresholds) -> Stall | None:

@@ -91,12 +91,12 @@ def stats(values: Iterable[object]) -> Stats | None:
     )
 
 
-def _cards_of(frame: Frame) -> list[CardReading]:
+def cards_of(frame: Frame) -> list[CardReading]:
     cards = getattr(frame, "cards", None)
     return list(cards) if isinstance(cards, list | tuple) else []
 
 
-def _card_id(card: CardReading) -> str | None:
+def card_id_of(card: CardReading) -> str | None:
     try:
         return card.id
     except Exception:  # a constructed object without vendor/index: not a card we can name
@@ -107,8 +107,8 @@ def card_ids(frames: Iterable[Frame]) -> list[str]:
     """Every card id seen in the window, in order of first appearance."""
     seen: dict[str, None] = {}
     for frame in frames:
-        for card in _cards_of(frame):
-            cid = _card_id(card)
+        for card in cards_of(frame):
+            cid = card_id_of(card)
             if cid is not None:
                 seen.setdefault(cid, None)
     return list(seen)
@@ -124,8 +124,8 @@ def card_readings(
     """
     out: list[CardReading] = []
     for frame in frames:
-        for card in _cards_of(frame):
-            if _card_id(card) != card_id:
+        for card in cards_of(frame):
+            if card_id_of(card) != card_id:
                 continue
             if fresh_only and getattr(card, "stale_s", None) is not None:
                 continue

@@ -104,7 +104,7 @@ class CheckAlloc(_Out):
 
 
 class CheckProbe(_Out):
-    """Figures measured inside one trainer by its probe (``gpusat-tui run``), issue 12."""
+    """Figures measured inside one trainer by its probe (``gpusat-tui run``)."""
 
     data_wait_pct: Stats = Stats()
     step_ms: Stats = Stats()
@@ -135,7 +135,7 @@ class CheckError(_Out):
     tool: str
     message: str
     count: int
-    #: Addition to issue 2's shape: what kind of failure ("timeout", "exit", "parse"...).
+    #: Added to the first shape: what kind of failure ("timeout", "exit", "parse"...).
     kind: str = "other"
 
 
@@ -149,7 +149,7 @@ class CheckReport(_Out):
     processes: list[CheckProcess] = []
     errors: list[CheckError] = []
     verdict: str = "unknown"
-    #: Addition to issue 2's shape: plain-language notes, each once, in order (a tool that
+    #: Added to the first shape: plain-language notes, each once, in order (a tool that
     #: turned out to be another vendor's, a card no longer listed, a refused flag...).
     notes: list[str] = []
 

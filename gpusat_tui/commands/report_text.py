@@ -137,7 +137,7 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
             )
         out.append(clean_block("\n".join(part)))
     probed = [p for p in data.processes if p.probe is not None]
-    if probed:  # issue 12: what the probe measured inside each trainer
+    if probed:  # what the probe measured inside each trainer
         part = ["", "Trainers (measured in the trainer by its probe, means over the session):"]
         part += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
                  for p in probed if p.probe is not None]

@@ -45,12 +45,12 @@ from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, RunResult, kill_running_t
 from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 from gpusat_tui.sources.tool_queries import (
     RAW_KEEP_CHARS,
+    NotOurs,
+    PollResult,
+    QueryFailed,
+    QueryRefused,
     ToolQueries,
-    _Failed,
-    _NotOurs,
-    _Poll,
-    _Refused,
-    _ToolState,
+    ToolState,
 )
 
 __all__ = [
@@ -127,7 +127,7 @@ class LiveSource:
         self.versions: dict[str, str | None] = {}
         #: tool -> places searched, from the last `discover()`.
         self.searched: dict[str, list[str]] = {}
-        self._groups: list[list[_ToolState]] | None = None
+        self._groups: list[list[ToolState]] | None = None
         self._seq = 0
         self._lock = asyncio.Lock()
         self._closed = False
@@ -136,7 +136,7 @@ class LiveSource:
         self._pending_notes: list[str] = []
         #: Runs each tool's queries (`sources.tool_queries`); appends to ``_pending_notes``.
         self._queries = ToolQueries(self.timeout, self.enrich_every, clock, self._pending_notes)
-        self._inflight: asyncio.Future[list[_Poll]] | None = None
+        self._inflight: asyncio.Future[list[PollResult]] | None = None
         self._probes = ProbePoller()
 
     # --- discovery ---------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class LiveSource:
 
         Raises `ToolMissing` listing, per tool, what was searched when nothing at all is found.
         """
-        states: dict[str, list[_ToolState]] = {}
+        states: dict[str, list[ToolState]] = {}
         self.tools = {}
         self.searched = {}
         for spec in self._all_specs():
@@ -173,7 +173,7 @@ class LiveSource:
             optional = [q for q in spec.queries if q.optional]
             stream = stream_for(spec, required, self.streams)
             states.setdefault(spec.group or spec.tool, []).append(
-                _ToolState(spec=spec, exe=exe, required=required, optional=optional,
+                ToolState(spec=spec, exe=exe, required=required, optional=optional,
                            reader=reader,
                            stream=StreamPoll(spec.tool, exe, stream, self.interval,
                                              self.timeout) if stream is not None else None)
@@ -247,7 +247,7 @@ class LiveSource:
             self._groups = [g for g in self._groups if g]
             samples: list[ProcessSample] = []
             host: HostSample | None = None
-            # Trainers that publish a probe file are found with no --pid (issue 12).
+            # Trainers that publish a probe file are found with no --pid.
             probes, probe_pids = self._probes.poll(cards, processes, notes)
             monitor = self._get_monitor()
             if monitor is not None:
@@ -382,7 +382,7 @@ class LiveSource:
             return None
         return max(0.0, 100.0 * (cpu - previous[0]) / (now - previous[1]))
 
-    async def _poll_group(self, group: list[_ToolState]) -> _Poll:
+    async def _poll_group(self, group: list[ToolState]) -> PollResult:
         """Poll the group's current tool; while none has answered yet, fall through the group.
 
         A tool that never answered and refuses (or is missing, or is another vendor's tool)
@@ -409,12 +409,12 @@ class LiveSource:
                 res.cards = []
                 return res
             notes.append(f"{state.spec.tool} not used ({_why(res)}); trying {group[0].spec.tool}")
-        return _Poll(notes=notes)
+        return PollResult(notes=notes)
 
-    async def _poll_tool(self, state: _ToolState) -> _Poll:
+    async def _poll_tool(self, state: ToolState) -> PollResult:
         spec = state.spec
         t_read = self.clock()
-        res = _Poll()
+        res = PollResult()
         if state.skip_polls > 0 and state.hang_error is not None:
             # Backing off a tool that keeps hanging: its error and stale cards stand.
             state.skip_polls -= 1
@@ -431,18 +431,18 @@ class LiveSource:
             res.unusable = res.final = True
             res.errors.append(ToolError(tool=spec.tool, message=str(exc), kind="missing"))
             return res
-        except _NotOurs as exc:
+        except NotOurs as exc:
             res.unusable = res.final = True
             res.notes.append(str(exc))
             return res
-        except (_Refused, _Failed) as exc:
+        except (QueryRefused, QueryFailed) as exc:
             error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
             res.errors.append(error)
             if exc.kind == "timeout" and state.reader is None and state.stream is None:
                 self._back_off(state, error, res)
             else:
                 state.hangs = 0
-            if isinstance(exc, _Refused) and exc.raw is not None:
+            if isinstance(exc, QueryRefused) and exc.raw is not None:
                 res.raw[spec.tool] = exc.raw[:RAW_KEEP_CHARS]
             # Never answered (refused, cannot start, hung): the group's next tool may do better.
             res.unusable = not state.answered
@@ -469,7 +469,7 @@ class LiveSource:
         res.ok = True
         return res
 
-    def _back_off(self, state: _ToolState, error: ToolError, res: _Poll) -> None:
+    def _back_off(self, state: ToolState, error: ToolError, res: PollResult) -> None:
         """A tool that hangs again and again is asked less and less often (after 2, 4, 8, up to
         `MAX_SKIP_POLLS` polls): each call costs a process that may not even die (a wedged
         driver leaves it in D state), and a second call rarely answers when the first did not.
@@ -487,7 +487,7 @@ class LiveSource:
                 f"asking it again after {skip} polls"
             )
 
-    def _carry_stale(self, state: _ToolState) -> list[CardReading]:
+    def _carry_stale(self, state: ToolState) -> list[CardReading]:
         now = self.clock()
         return [
             card.model_copy(update={"stale_s": max(0.0, now - t_read)})
@@ -499,7 +499,7 @@ class SourceClosed(GpusatError):
     """`poll_once` after (or during) `aclose`."""
 
 
-def _why(res: _Poll) -> str:
+def _why(res: PollResult) -> str:
     if res.errors:
         return res.errors[0].message
     if res.notes:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
+    "CallTimedOut",
+    "OutputTooLarge",
     "RunResult",
     "ToolFailed",
     "ToolRefused",
@@ -57,11 +59,11 @@ class ToolFailed(Exception):
         self.kind = kind
 
 
-class _Timeout(Exception):
+class CallTimedOut(Exception):
     """The call ran past its timeout and was killed."""
 
 
-class _TooMuch(Exception):
+class OutputTooLarge(Exception):
     """The call printed more than MAX_OUTPUT_BYTES and was killed."""
 
 
@@ -117,7 +119,7 @@ def _kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def _read_both(proc: subprocess.Popen[bytes], cap: int) -> tuple[bytes, bytes]:
-    """Read stdout and stderr to EOF without threads; `_TooMuch` past ``cap`` bytes on one."""
+    """Read stdout and stderr to EOF without threads; `OutputTooLarge` past ``cap`` bytes on one."""
     assert proc.stdout is not None and proc.stderr is not None
     loop = asyncio.get_running_loop()
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -146,7 +148,7 @@ async def _read_both(proc: subprocess.Popen[bytes], cap: int) -> tuple[bytes, by
             for other in list(open_fds):
                 stop(other)
             if not done.done():
-                done.set_exception(_TooMuch())
+                done.set_exception(OutputTooLarge())
 
     for fd in bufs:
         os.set_blocking(fd, False)
@@ -162,8 +164,8 @@ async def _read_both(proc: subprocess.Popen[bytes], cap: int) -> tuple[bytes, by
 async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) -> RunResult:
     """Run ``argv`` without a shell; kill its process group on timeout, overflow or cancel.
 
-    Raises `_Timeout`, `_TooMuch`, or OSError when it cannot be started. Every way out of here
-    kills and reaps the call (no zombie, no orphan holding a pipe).
+    Raises `CallTimedOut`, `OutputTooLarge`, or OSError when it cannot be started. Every way
+    out of here kills and reaps the call (no zombie, no orphan holding a pipe).
 
     Plain ``subprocess.Popen`` + event-loop readers rather than asyncio's subprocess API: its
     transports can be cancelled half-way through creation, and then close() kills only the
@@ -187,10 +189,10 @@ async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) 
             while (returncode := proc.poll()) is None:
                 await asyncio.sleep(_EXIT_POLL_S)
     except BaseException as exc:
-        # Timeout, _TooMuch, cancellation (source closed mid-poll): never leave it running.
+        # Timeout, OutputTooLarge, cancellation (source closed mid-poll): never leave it running.
         _kill_and_reap(proc)
         if isinstance(exc, TimeoutError):
-            raise _Timeout from None
+            raise CallTimedOut from None
         raise
     finally:
         _RUNNING.discard(proc)

@@ -4,8 +4,8 @@
 stale carrying, the group's next tool); this module asks it. An in-process reader (NVML) runs
 in a thread with the timeout; an executable is run by `sources.procs.run_tool`, checked for
 being another vendor's tool of the same name, for its exit status, then parsed and vetted.
-What goes wrong is one of three exceptions: `_Failed` (no answer), `_Refused` (an answer not
-understood), `_NotOurs` (someone else's tool). A refused required query goes down its fallback
+What goes wrong is one of three exceptions: `QueryFailed` (no answer), `QueryRefused` (an answer not
+understood), `NotOurs` (someone else's tool). A refused required query goes down its fallback
 chain, and the first link that answers replaces it for the session (a note says so).
 
 Per-card enrichments (``Query(per_card=True)``: npu-smi's ``-t usages -i N``, one call per card,
@@ -18,7 +18,7 @@ rocm-smi / hy-smi ``--showpids``) are throttled the same way, their last list st
 poll then costs one tool call instead of two, and a new trainer is tied to its card at most
 ``enrich_every - 1`` polls late. A refused enrichment is dropped for the session.
 
-One `ToolQueries` serves all of a source's tools: what is per tool lives in `_ToolState`, passed
+One `ToolQueries` serves all of a source's tools: what is per tool lives in `ToolState`, passed
 in on each call, and the runner keeps only the source's settings, the `vet_reading` keys said
 this session, and a reference to the source's pending notes (where a fallback's note goes). The
 cost: the per-tool state travels as an argument, and the source drains that shared notes list
@@ -43,15 +43,23 @@ from gpusat_tui.errors import ParseError, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, ToolError
 from gpusat_tui.sources.procs import (
     MAX_OUTPUT_BYTES,
+    CallTimedOut,
+    OutputTooLarge,
     ToolFailed,
     ToolRefused,
-    _Timeout,
-    _TooMuch,
     run_tool,
 )
 from gpusat_tui.sources.stream_poll import StreamPoll
 
-__all__ = ["RAW_KEEP_CHARS", "ToolQueries"]
+__all__ = [
+    "RAW_KEEP_CHARS",
+    "NotOurs",
+    "PollResult",
+    "QueryFailed",
+    "QueryRefused",
+    "ToolQueries",
+    "ToolState",
+]
 
 #: How much raw output of a failed parse is kept on the Frame (for bug reports).
 RAW_KEEP_CHARS = 4096
@@ -61,7 +69,7 @@ RAW_KEEP_CHARS = 4096
 
 
 @dataclass
-class _Poll:
+class PollResult:
     """What polling one tool once produced."""
 
     cards: list[CardReading] = field(default_factory=list)
@@ -79,7 +87,7 @@ class _Poll:
 
 
 @dataclass
-class _ToolState:
+class ToolState:
     spec: ToolSpec
     exe: str
     required: list[Query]
@@ -128,12 +136,12 @@ def _first_line(text: str, limit: int = 160) -> str:
 
 
 #: The tool answered but not with anything we understand (non-zero exit or ParseError).
-_Refused = ToolRefused
+QueryRefused = ToolRefused
 #: The tool did not answer (timeout, overflow, cannot start, a stream gone quiet).
-_Failed = ToolFailed
+QueryFailed = ToolFailed
 
 
-class _NotOurs(Exception):
+class NotOurs(Exception):
     """The executable answered, but it is another vendor's tool of the same name."""
 
 
@@ -156,11 +164,11 @@ class ToolQueries:
         #: Keys of the notes `vet_reading` already gave (each said once per session).
         self.vetted: set[str] = set()
 
-    async def run_reader(self, state: _ToolState) -> ToolReading:
+    async def run_reader(self, state: ToolState) -> ToolReading:
         spec = state.spec
         assert state.reader is not None
         if state.busy_reader is not None and not state.busy_reader.done():
-            raise _Failed(f"{spec.tool} is still busy with an earlier poll", "timeout")
+            raise QueryFailed(f"{spec.tool} is still busy with an earlier poll", "timeout")
         future = asyncio.ensure_future(asyncio.to_thread(state.reader))
         state.busy_reader = future
         try:
@@ -173,40 +181,42 @@ class ToolQueries:
                 reading.raw = f"{spec.tool} (in-process) refused figures: {rejected!r}"
             return reading
         except TimeoutError:
-            raise _Failed(
+            raise QueryFailed(
                 f"{spec.tool} did not answer within {self.timeout:.1f} s", "timeout"
             ) from None
         except (ToolMissing, asyncio.CancelledError):
             raise
         except ParseError as exc:
-            raise _Refused(f"{spec.tool}: {exc}", "parse") from None
+            raise QueryRefused(f"{spec.tool}: {exc}", "parse") from None
         except Exception as exc:
-            raise _Failed(f"{spec.tool} failed: {type(exc).__name__}: {exc}", "other") from None
+            raise QueryFailed(f"{spec.tool} failed: {type(exc).__name__}: {exc}", "other") from None
 
-    async def _call(self, state: _ToolState, query: Query, args: Sequence[str]) -> ToolReading:
-        """Run one query and parse it. `_Failed`: no answer. `_Refused`: answer not understood."""
+    async def _call(self, state: ToolState, query: Query, args: Sequence[str]) -> ToolReading:
+        """Run one query and parse it.
+
+        `QueryFailed`: no answer. `QueryRefused`: an answer not understood."""
         tool = state.spec.tool
         try:
             result = await run_tool([state.exe, *args], self.timeout, MAX_OUTPUT_BYTES)
-        except _Timeout:
-            raise _Failed(
+        except CallTimedOut:
+            raise QueryFailed(
                 f"{tool} did not answer within {self.timeout:.1f} s; killed", "timeout"
             ) from None
-        except _TooMuch:
-            raise _Failed(
+        except OutputTooLarge:
+            raise QueryFailed(
                 f"{tool} printed more than {_size(MAX_OUTPUT_BYTES)}; killed", "parse"
             ) from None
         except PermissionError as exc:
-            raise _Failed(f"cannot run {state.exe}: {exc.strerror}", "denied") from None
+            raise QueryFailed(f"cannot run {state.exe}: {exc.strerror}", "denied") from None
         except OSError as exc:
-            raise _Failed(f"cannot run {state.exe}: {exc.strerror or exc}", "missing") from None
+            raise QueryFailed(f"cannot run {state.exe}: {exc.strerror or exc}", "missing") from None
         identify = state.spec.identify
         if identify is not None and not state.answered and not query.optional:
             # Before the exit status: Intel's xpu-smi may answer Kunlunxin's argv with its own
             # usage text and a non-zero status, and that must read as "not ours", not "broken".
             text = result.stdout if result.returncode == 0 else result.stdout + result.stderr
             if not identify(text):
-                raise _NotOurs(self._not_ours_message(state, query, text))
+                raise NotOurs(self._not_ours_message(state, query, text))
         if result.returncode != 0:
             detail = _first_line(result.stderr) or _first_line(result.stdout)
             status = (
@@ -215,16 +225,16 @@ class ToolQueries:
                 else f"exited with status {result.returncode}"
             )
             message = f"{tool} {' '.join(args)} {status}".replace("  ", " ")
-            raise _Refused(
+            raise QueryRefused(
                 f"{message}: {detail}" if detail else message, "exit",
                 raw=result.stdout + result.stderr,
             )
         try:
             reading = query.parse(result.stdout)
         except ParseError as exc:
-            raise _Refused(f"{tool}: {exc}", "parse", raw=result.stdout) from None
+            raise QueryRefused(f"{tool}: {exc}", "parse", raw=result.stdout) from None
         except Exception as exc:  # a parser bug must not take the poll down either
-            raise _Refused(
+            raise QueryRefused(
                 f"{tool}: parser failed ({type(exc).__name__}: {exc})", "parse",
                 raw=result.stdout,
             ) from None
@@ -233,7 +243,7 @@ class ToolQueries:
             reading.raw = result.stdout[:RAW_KEEP_CHARS]
         return reading
 
-    def _not_ours_message(self, state: _ToolState, query: Query, text: str) -> str:
+    def _not_ours_message(self, state: ToolState, query: Query, text: str) -> str:
         spec = state.spec
         what = ""
         try:
@@ -244,11 +254,11 @@ class ToolQueries:
             what = f"its output starts {_first_line(text, 80)!r}"
         return f"{state.exe} is not {spec.vendor}'s {spec.tool}: {what}; ignored"
 
-    async def _run_required(self, state: _ToolState, index: int) -> ToolReading:
+    async def _run_required(self, state: ToolState, index: int) -> ToolReading:
         query = state.required[index]
         try:
             return await self._call(state, query, query.args)
-        except _Refused as refused:
+        except QueryRefused as refused:
             if query.fallback is None:
                 raise
             # Down the fallback chain (nvidia-smi: csv with clock-event reasons, with the old
@@ -262,9 +272,9 @@ class ToolQueries:
                     continue
                 try:
                     reading = await self._call(state, fallback, fallback.args)
-                except _Failed:
+                except QueryFailed:
                     raise refused from None
-                except _Refused as again:
+                except QueryRefused as again:
                     said = again.raw if again.raw is not None else str(again)
                     fallback = fallback.fallback
                     continue
@@ -275,7 +285,7 @@ class ToolQueries:
                 return reading
             raise refused from None
 
-    async def run_queries(self, state: _ToolState, res: _Poll) -> ToolReading:
+    async def run_queries(self, state: ToolState, res: PollResult) -> ToolReading:
         plain_optional = [q for q in state.optional if not q.per_card]
         per_card = [q for q in state.optional if q.per_card]
         reused: list[ToolReading] = []
@@ -397,17 +407,17 @@ class ToolQueries:
                            raw="\n".join(raw))
 
     def _optional_failed(
-        self, state: _ToolState, query: Query, exc: BaseException, res: _Poll
+        self, state: ToolState, query: Query, exc: BaseException, res: PollResult
     ) -> None:
         """A refused enrichment is dropped for the session (one note); a hang is an error."""
         if isinstance(exc, asyncio.CancelledError):
             raise exc
         tool = state.spec.tool
-        if isinstance(exc, _Refused):
+        if isinstance(exc, QueryRefused):
             if query in state.optional:
                 state.optional.remove(query)
                 res.notes.append(f"{tool} refused {query.name} ({exc}); not asked again")
-        elif isinstance(exc, _Failed):
+        elif isinstance(exc, QueryFailed):
             res.errors.append(ToolError(tool=tool, message=str(exc), kind=exc.kind))
         else:
             raise exc

@@ -113,7 +113,7 @@ def test_imbalanced_lagging_card_throttled_is_the_cause() -> None:
         for w in result.job.why
     )
     assert "cooling" in result.job.advice[0]
-    # The lagging card's own badge (issue 11): the lag line first, its own figures after.
+    # The lagging card's own badge: the lag line first, its own figures after.
     lagging = result.cards["nvidia:2"]
     assert (lagging.kind, lagging.cause) == ("imbalanced", "throttled")
     assert lagging.why[0].endswith("; its clocks are held down (sw-thermal, hw-thermal)")

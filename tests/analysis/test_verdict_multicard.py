@@ -1,4 +1,4 @@
-"""Multi-card jobs, stalls and CPU contention (issue 11): stragglers told apart from phase
+"""Multi-card jobs, stalls and CPU contention: stragglers told apart from phase
 noise, the straggler's own badge, collective waits, ``stalled`` and its minimum duration, and
 workers held back by a full host."""
 

@@ -1,4 +1,4 @@
-"""Verdicts that stand on the probe's measurements (issue 12), on hand-built windows.
+"""Verdicts that stand on the probe's measurements, on hand-built windows.
 
 The real probe's figures are tested in the job tests; here each rule meets the figure it turns
 on, with the card figures held fixed so that only the measurement can change the verdict.

@@ -290,14 +290,14 @@ async def test_output_flood_is_killed(fake_bin: FakeBin, monkeypatch: pytest.Mon
 async def test_run_tool_caps_output_and_returns_promptly(cap: int) -> None:
     # Past 128 KiB unread, asyncio pauses the pipe: reaping must still finish (no hang).
     t0 = time.monotonic()
-    with pytest.raises(procs._TooMuch):
+    with pytest.raises(procs.OutputTooLarge):
         await live.run_tool(["/bin/sh", "-c", "yes garbage"], timeout=5.0, cap=cap)
     assert time.monotonic() - t0 < 3.0
 
 
 async def test_run_tool_timeout_after_a_big_output_returns_promptly() -> None:
     t0 = time.monotonic()
-    with pytest.raises(procs._Timeout):
+    with pytest.raises(procs.CallTimedOut):
         await live.run_tool(
             ["/bin/sh", "-c", "head -c 500000 /dev/zero; sleep 30"], timeout=0.3, cap=1 << 20
         )

@@ -1,6 +1,6 @@
 """The per-poll shortcuts of the live source give exactly what the long way gives.
 
-Each shortcut (issue 15: the monitor's own CPU) is checked against the code it replaces, kept
+Each shortcut (the monitor's own CPU) is checked against the code it replaces, kept
 here as the reference: `num`'s plain-decimal path, the csv header test of nvidia-smi's parser,
 the host CPU read from ``/proc/stat``, the process monitor's cheap ticks on the event loop (a
 full scan still in a thread), the stream child's CPU read through kept descriptors, and a

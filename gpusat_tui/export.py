@@ -121,7 +121,9 @@ def run_export(args: argparse.Namespace) -> int:
         except GpusatError as exc:
             print(f"gpusat-tui export: {exc}", file=sys.stderr)
             return 2
-    state = ExportState(host=host, interval_s=source.interval)
+    # psutil: the process scan's errors (denied, process) are counted under that name.
+    state = ExportState(host=host, interval_s=source.interval,
+                        tools=(*sorted(source.tools), "psutil"))
     try:
         server, url = serve(state, address, port)
     except OSError as exc:

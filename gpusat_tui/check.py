@@ -163,6 +163,10 @@ def _run_fleet_check(args: argparse.Namespace) -> int:
         say("gpusat-tui check", exc)
         return 2
     source.history = False
+    if getattr(args, "watch", False):
+        from gpusat_tui.commands.watch import run_watch
+
+        return run_watch(args, source, tracker, host=args.prometheus)
     builder = CheckBuilder()
     elapsed, signum = asyncio.run(_collect(source, builder, args.duration, tracker))
     report = builder.report(elapsed)
@@ -193,6 +197,12 @@ def run_check(args: argparse.Namespace) -> int:
         except GpusatError as exc:  # RecordingError: the file cannot be written
             say("gpusat-tui check", exc)
             return 2
+    if getattr(args, "watch", False):
+        import socket
+
+        from gpusat_tui.commands.watch import run_watch
+
+        return run_watch(args, polled, VerdictTracker(window_s=30.0), host=socket.gethostname())
     builder = CheckBuilder()
     # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
     elapsed, signum = asyncio.run(_collect(polled, builder, args.duration))

@@ -30,7 +30,9 @@ from gpusat_tui.stopping import stopped_by_signals
 
 if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that import light
     from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.commands.status_file import StatusFileWriter
     from gpusat_tui.export_metrics import ExportState
+    from gpusat_tui.notify.notifier import Notifier
 
 __all__ = ["DEFAULT_LISTEN", "parse_listen", "run_export", "serve"]
 
@@ -80,8 +82,14 @@ def serve(state: ExportState, address: str, port: int) -> tuple[Any, str]:
     return server, f"http://{shown}:{bound}/metrics"
 
 
-async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState) -> int | None:
-    """Poll and publish until a stop signal; returns the signal (None if the source ended)."""
+async def _poll_forever(
+    source: Any, tracker: VerdictTracker, state: ExportState,
+    status_file: StatusFileWriter | None = None, notifier: Notifier | None = None,
+) -> int | None:
+    """Poll and publish until a stop signal; returns the signal (None if the source ended).
+
+    Each poll also leaves the job's status for ``gpusat-tui status`` and tells the notifier
+    (whose webhooks post from their own thread: a poll never waits on one)."""
     async with stopped_by_signals() as received:
         try:
             async with contextlib.aclosing(source.frames()) as frames:
@@ -90,6 +98,10 @@ async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState
                     # the evidence window's figures, so none are computed (a third of the cost).
                     assessment = tracker.push(frame, focus=())
                     state.update(frame, assessment)
+                    if status_file is not None:
+                        status = status_file.publish(frame, assessment)
+                        if notifier is not None:
+                            notifier.observe(frame.t, status)
         finally:
             await source.aclose()
     return received[0] if received else None
@@ -98,7 +110,9 @@ async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState
 def run_export(args: argparse.Namespace) -> int:
     """Entry point of ``gpusat-tui export`` (exit statuses in the module docstring)."""
     from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.commands.status_file import StatusFileWriter
     from gpusat_tui.export_metrics import ExportState
+    from gpusat_tui.notify.notifier import notifier_from_args
     from gpusat_tui.sources.live import DEFAULT_ENRICH_EVERY, LiveSource
 
     address, port = args.listen
@@ -137,9 +151,15 @@ def run_export(args: argparse.Namespace) -> int:
         f"{source.interval:g} s)",
         file=sys.stderr, flush=True,
     )
+    status_file = StatusFileWriter("export", source.interval)
+    notifier = notifier_from_args(args, host=host, source="export", prog="gpusat-tui export")
     try:
-        asyncio.run(_poll_forever(polled, VerdictTracker(window_s=30.0), state))
+        asyncio.run(_poll_forever(polled, VerdictTracker(window_s=30.0), state, status_file,
+                                  notifier))
     finally:
+        status_file.close()
+        if notifier is not None:
+            notifier.close()
         server.shutdown()
         server.server_close()
     return 0

@@ -76,8 +76,37 @@ def build_app(args: Namespace) -> GpusatApp:
             protect=list(replayed), **rotation_limits(args),
         )
     view = getattr(args, "view", "auto")
-    return GpusatApp(source, interval=interval, banner=banner, tracker=tracker,
-                     view=None if view == "auto" else view, freeze_heap=True)
+    app = GpusatApp(source, interval=interval, banner=banner, tracker=tracker,
+                    view=None if view == "auto" else view, freeze_heap=True)
+    if _is_live(args, banner):
+        _watch_verdicts(app, args, interval)
+    return app
+
+
+def _is_live(args: Namespace, banner: str | None) -> bool:
+    """Live polling of this machine: not a replay, the demo or the fleet view."""
+    return not (getattr(args, "prometheus", None) or getattr(args, "replay", None) or banner)
+
+
+def _watch_verdicts(app: GpusatApp, args: Namespace, interval: float | None) -> None:
+    """The status file for ``gpusat-tui status`` and the notifications when the verdict turns
+    (`gpusat_tui.notify`), fed by the app's verdicts; closed by `run_app`."""
+    import socket
+
+    from gpusat_tui.commands.status_file import StatusFileWriter
+    from gpusat_tui.notify.notifier import notifier_from_args
+
+    status_file = StatusFileWriter("dashboard", interval)
+    notifier = notifier_from_args(args, host=socket.gethostname(), source="dashboard",
+                                  prog="gpusat-tui", terminal=app.write_terminal)
+
+    def on_verdict(frame: Any, assessment: Any) -> None:
+        status = status_file.publish(frame, assessment)
+        if notifier is not None:
+            notifier.observe(frame.t, status)
+
+    app.on_verdict = on_verdict
+    app.closers = [status_file.close, *([notifier.close] if notifier is not None else [])]
 
 
 def run_app(args: Namespace) -> int:
@@ -89,7 +118,11 @@ def run_app(args: Namespace) -> int:
 
         say("gpusat-tui", exc)
         return 2
-    result = app.run()
+    try:
+        result = app.run()
+    finally:
+        for close in app.closers:
+            close()
     failure = getattr(app.source, "failure", None)
     if failure:  # the recording stopped (disk full...): said on the status line, and here
         from gpusat_tui.output import say

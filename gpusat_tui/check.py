@@ -16,7 +16,9 @@ that exists without ``--force``/``--append``, is a usage error (2). A write that
 and the report go on. A report that cannot be written to stdout is 74 (one line on stderr); a
 reader that went away (``| head``) is 141, quietly (`gpusat_tui.output`). ``--prometheus URL``
 judges the fleet a Prometheus server holds instead of this machine (`sources.fleet`,
-`analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
+`analysis.fleet`); a bad URL or ``--match`` is a usage error (2). ``--watch`` polls until
+stopped and notifies when the job's verdict turns (`gpusat_tui.commands.watch`; exit 0 after a
+stop signal).
 
 The human summary shows every name and message through `gpusat_tui.text.clean`: a tool's
 stderr or a process name cannot move the cursor, retitle the terminal or split a row. The JSON

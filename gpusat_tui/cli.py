@@ -18,14 +18,15 @@ import re
 import sys
 from collections.abc import Sequence
 
-from gpusat_tui import __version__
 from gpusat_tui.commands.options import (
     CheckOptions,
     CommandOptions,
     DashboardOptions,
     ExportOptions,
+    NotifyOptions,
     ReportOptions,
     RunOptions,
+    StatusOptions,
 )
 from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
 from gpusat_tui.sources.options import (
@@ -93,6 +94,16 @@ def duration(text: str) -> float:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 s, got {text!r}")
     return value
+
+
+def webhook_url(text: str) -> str:
+    """``--webhook``: an http(s) URL with a host."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+    return text.strip()
 
 
 def _add_rotation_options(parser: argparse.ArgumentParser) -> None:
@@ -174,6 +185,8 @@ def _check_tool_keys(parser: argparse.ArgumentParser, keys: list[str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gpusat_tui import __version__
+
     parser = argparse.ArgumentParser(
         prog="gpusat-tui",
         description="Is my accelerator saturated, and if not, why?",
@@ -214,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--match", action="append", default=None, metavar="LABEL=VALUE",
         help="fleet view: only series with this label (repeatable; LABEL=~REGEX too)",
     )
+    _add_notify_options(parser, webhook=False, terminal=True)
     sub = parser.add_subparsers(dest="command")
 
     check = sub.add_parser("check", help="poll headless and print verdicts (JSON with --json)")
@@ -223,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long to poll (default 10)",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument(
+        "--watch", action="store_true",
+        help="poll until stopped and print (and --webhook) a notice each time the job's "
+        "verdict turns and holds (JSON lines with --json)",
+    )
+    _add_notify_options(check, webhook=True, terminal=False)
     check.add_argument("--record", metavar="FILE.jsonl", help="also record the polls")
     _add_record_mode(check, suppress=True)
     _add_rotation_options(check)
@@ -232,6 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar="LABEL=VALUE", help="with --prometheus: only these series")
 
     _add_export_parser(sub)
+    status = sub.add_parser(
+        "status", help="one short line for a status bar (tmux: #(gpusat-tui status))",
+    )
+    add_status_options(status)
 
     report = sub.add_parser("report", help="summarise a recorded session")
     report.add_argument(
@@ -252,6 +276,95 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_notify_options(
+    parser: argparse.ArgumentParser, *, webhook: bool, terminal: bool
+) -> None:
+    """When the job's verdict turns (starving, stalled, fragmenting, straggler) and holds."""
+    parser.add_argument(
+        "--notify-hold", type=duration, default=60.0, metavar="DURATION",
+        help="notify once a turn (or the recovery) has held this long (default 1m)",
+    )
+    parser.add_argument(
+        "--notify-every", type=duration, default=600.0, metavar="DURATION",
+        help="at most one notification per this long (default 10m)",
+    )
+    if webhook:
+        parser.add_argument(
+            "--webhook", type=webhook_url, action="append", default=None, metavar="URL",
+            help="POST a JSON notice to this URL when the verdict turns (repeatable)",
+        )
+        parser.add_argument(
+            "--webhook-format", choices=("generic", "slack", "feishu", "dingtalk"),
+            default="generic",
+            help="body of the POST: generic JSON (default), or a Slack, Feishu/Lark or "
+            "DingTalk incoming webhook's",
+        )
+    if terminal:
+        parser.add_argument(
+            "--terminal-notify", choices=("all", "bell", "off"), default="all",
+            help="when the verdict turns: the bell and a desktop notification through the "
+            "terminal (OSC 9 / OSC 777; all, the default), the bell only, or nothing",
+        )
+
+
+def add_status_options(parser: argparse.ArgumentParser) -> None:
+    """``status``'s options (also parsed alone on its fast path, `_run_status`)."""
+    parser.add_argument(
+        "--format", choices=("tmux", "plain", "polybar", "waybar"), default="tmux",
+        help="tmux: #[fg=...] colours (default); plain text; polybar: %%{F#...} colours; "
+        "waybar: a JSON object (text, tooltip, class)",
+    )
+    parser.add_argument(
+        "--max-age", type=positive_float, default=None, metavar="SECONDS",
+        help="use a running monitor's figures up to this old (default: 3 of its polls, 5 s "
+        "at least)",
+    )
+    parser.add_argument(
+        "--exporter", default="http://127.0.0.1:9478/metrics", metavar="URL",
+        help="an exporter's /metrics to ask when no monitor of yours runs here (none: never)",
+    )
+    parser.add_argument(
+        "--poll", type=float, default=2.0, metavar="SECONDS",
+        help="with no monitor nor exporter, poll the tools this long (default 2; 0: never)",
+    )
+    parser.add_argument(
+        "--timeout", type=positive_float, default=5.0, metavar="SECONDS",
+        help="hard limit on a poll of its own, discovery included (default 5)",
+    )
+    _add_polling_options(parser, suppress=True)
+
+
+def _run_status(argv: list[str]) -> int:
+    """``gpusat-tui status`` without building every sub-command's parser: a status bar runs it
+    every few seconds, and each millisecond of start-up counts."""
+    parser = argparse.ArgumentParser(
+        prog="gpusat-tui status", description="One short line for a status bar.",
+    )
+    add_status_options(parser)
+    args = parser.parse_args(argv)
+    _check_tool_keys(parser, [key for key, _ in getattr(args, "tool", None) or []])
+    from gpusat_tui.commands.status import run_status
+
+    return run_status(_status_options(args))
+
+
+def _status_options(args: argparse.Namespace) -> StatusOptions:
+    return StatusOptions(
+        format=args.format, max_age_s=args.max_age,
+        exporter=None if args.exporter == "none" else args.exporter,
+        poll_s=args.poll, timeout_s=args.timeout, poll=_poll_options(args),
+    )
+
+
+def _notify_options(args: argparse.Namespace) -> NotifyOptions:
+    return NotifyOptions(
+        hold_s=getattr(args, "notify_hold", 60.0), every_s=getattr(args, "notify_every", 600.0),
+        webhooks=tuple(getattr(args, "webhook", None) or ()),
+        webhook_format=getattr(args, "webhook_format", "generic"),
+        terminal=getattr(args, "terminal_notify", "off"),
+    )
+
+
 def _add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from gpusat_tui.commands.export import DEFAULT_LISTEN, parse_listen
 
@@ -270,6 +383,7 @@ def _add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--host-label", metavar="NAME", default=None,
         help="value of the host label (default: this machine's host name)",
     )
+    _add_notify_options(export, webhook=True, terminal=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -325,15 +439,18 @@ def parse(argv: Sequence[str] | None = None) -> CommandOptions:
         return CheckOptions(
             source=SourceOptions(poll=poll, prometheus=getattr(args, "prometheus", None),
                                  match=match, record=_record_options(args)),
-            duration_s=args.duration, json=args.json,
+            duration_s=args.duration, json=args.json, watch=args.watch,
+            notify=_notify_options(args),
         )
     if args.command == "run":
         return RunOptions(cmd=tuple(args.cmd), verbose=args.verbose)
     if args.command == "export":
         return ExportOptions(
-            listen=args.listen, host_label=args.host_label,
+            listen=args.listen, host_label=args.host_label, notify=_notify_options(args),
             source=SourceOptions(poll=poll, record=_record_options(args, rotation=False)),
         )
+    if args.command == "status":
+        return _status_options(args)
     if args.command == "report":
         return ReportOptions(files=tuple(args.file), json=args.json, width=args.width)
     replay = tuple(args.replay or ())
@@ -343,11 +460,14 @@ def parse(argv: Sequence[str] | None = None) -> CommandOptions:
             prometheus=args.prometheus, match=match, fallback_demo=args.fallback_demo,
             record=_record_options(args, protect=replay),
         ),
-        view=args.view,
+        view=args.view, notify=_notify_options(args),
     )
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["status"]:
+        return _run_status(words[1:])
     options = parse(argv)
     if isinstance(options, CheckOptions):
         from gpusat_tui.commands.check import run_check
@@ -361,6 +481,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from gpusat_tui.commands.export import run_export
 
         return run_export(options)
+    if isinstance(options, StatusOptions):
+        from gpusat_tui.commands.status import run_status
+
+        return run_status(options)
     if isinstance(options, ReportOptions):
         from gpusat_tui.commands.report import run_report
 

@@ -297,12 +297,18 @@ class HostSample(_Model):
     cpu_count: int | None = None
 
 
+#: Every kind a `ToolError` can have (the exporter's error counters start at 0 for each).
+TOOL_ERROR_KINDS: tuple[str, ...] = (
+    "missing", "timeout", "exit", "parse", "denied", "process", "other"
+)
+
+
 class ToolError(_Model):
     """A tool that failed on this poll. The Frame still carries the other tools' figures."""
 
     tool: str
     message: str
-    #: "missing", "timeout", "exit", "parse", "denied", "process", "other"
+    #: One of `TOOL_ERROR_KINDS`.
     kind: str = "other"
 
 

@@ -16,7 +16,9 @@ that exists without ``--force``/``--append``, is a usage error (2). A write that
 and the report go on. A report that cannot be written to stdout is 74 (one line on stderr); a
 reader that went away (``| head``) is 141, quietly (`gpusat_tui.output`). ``--prometheus URL``
 judges the fleet a Prometheus server holds instead of this machine (`sources.fleet`,
-`analysis.fleet`); a bad URL or ``--match`` is a usage error (2).
+`analysis.fleet`); a bad URL or ``--match`` is a usage error (2). ``--watch`` polls until
+stopped and notifies when the job's verdict turns (`gpusat_tui.commands.watch`; exit 0 after a
+stop signal).
 
 The human summary shows every name and message through `gpusat_tui.text.clean`: a tool's
 stderr or a process name cannot move the cursor, retitle the terminal or split a row. The JSON
@@ -151,6 +153,14 @@ def run_check(options: CheckOptions) -> int:
     except GpusatError as exc:  # a bad URL or --match, a recording that cannot be written
         say("gpusat-tui check", exc)
         return 2
+    if options.watch:
+        import socket
+
+        from gpusat_tui.commands.watch import run_watch
+
+        tracker = built.tracker or VerdictTracker(window_s=30.0)
+        host = options.source.prometheus or socket.gethostname()
+        return run_watch(options, built.source, tracker, host=host)
     builder = CheckBuilder()
     # The recording source closes (and fsyncs) its file in aclose(), even on a signal.
     elapsed, signum = asyncio.run(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.model import Assessment, Frame
 from gpusat_tui.output import say
 from gpusat_tui.sources.build import build_source
 from gpusat_tui.ui.app import GpusatApp
@@ -26,9 +27,39 @@ def build_app(options: DashboardOptions) -> GpusatApp:
     banner = built.banner
     if built.record_dropped and banner:
         banner = f"{banner} {built.record_dropped}."
-    return GpusatApp(built.source, interval=built.interval_s, banner=banner,
-                     tracker=built.tracker,
-                     view=None if options.view == "auto" else options.view, freeze_heap=True)
+    app = GpusatApp(built.source, interval=built.interval_s, banner=banner,
+                    tracker=built.tracker,
+                    view=None if options.view == "auto" else options.view, freeze_heap=True)
+    if is_live(options, built.banner):
+        watch_verdicts(app, options, built.interval_s)
+    return app
+
+
+def is_live(options: DashboardOptions, banner: str | None) -> bool:
+    """Live polling of this machine: not a replay, the demo or the fleet view."""
+    return not (options.source.prometheus or options.source.replay or banner)
+
+
+def watch_verdicts(app: GpusatApp, options: DashboardOptions, interval: float | None) -> None:
+    """The status file for ``gpusat-tui status`` and the notifications when the verdict turns
+    (`gpusat_tui.notify`), fed by the app's verdicts; closed by `run_app`."""
+    import socket
+
+    from gpusat_tui.notify.notifier import notifier_from_options
+    from gpusat_tui.notify.status_file import StatusFileWriter
+
+    status_file = StatusFileWriter("dashboard", interval)
+    notifier = notifier_from_options(options.notify, host=socket.gethostname(),
+                                     source="dashboard", prog="gpusat-tui",
+                                     terminal=app.write_terminal)
+
+    def on_verdict(frame: Frame, assessment: Assessment) -> None:
+        status = status_file.publish(frame, assessment)
+        if notifier is not None:
+            notifier.observe(frame.t, status)
+
+    app.on_verdict = on_verdict
+    app.closers = [status_file.close, *([notifier.close] if notifier is not None else [])]
 
 
 def run_app(options: DashboardOptions) -> int:
@@ -38,7 +69,11 @@ def run_app(options: DashboardOptions) -> int:
     except GpusatError as exc:
         say("gpusat-tui", exc)
         return 2
-    result = app.run()
+    try:
+        result = app.run()
+    finally:
+        for close in app.closers:
+            close()
     failure = getattr(app.source, "failure", None)
     if failure:  # the recording stopped (disk full...): said on the status line, and here
         say("gpusat-tui", failure)

@@ -32,6 +32,8 @@ from gpusat_tui.output import say
 if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that import light
     from gpusat_tui.analysis.tracker import VerdictTracker
     from gpusat_tui.commands.export_metrics import ExportState
+    from gpusat_tui.notify.notifier import Notifier
+    from gpusat_tui.notify.status_file import StatusFileWriter
 
 __all__ = ["DEFAULT_LISTEN", "parse_listen", "run_export", "serve"]
 
@@ -81,8 +83,14 @@ def serve(state: ExportState, address: str, port: int) -> tuple[Any, str]:
     return server, f"http://{shown}:{bound}/metrics"
 
 
-async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState) -> int | None:
-    """Poll and publish until a stop signal; returns the signal (None if the source ended)."""
+async def _poll_forever(
+    source: Any, tracker: VerdictTracker, state: ExportState,
+    status_file: StatusFileWriter | None = None, notifier: Notifier | None = None,
+) -> int | None:
+    """Poll and publish until a stop signal; returns the signal (None if the source ended).
+
+    Each poll also leaves the job's status for ``gpusat-tui status`` and tells the notifier
+    (whose webhooks post from their own thread: a poll never waits on one)."""
     async with stopped_by_signals() as received:
         try:
             async with contextlib.aclosing(source.frames()) as frames:
@@ -91,6 +99,10 @@ async def _poll_forever(source: Any, tracker: VerdictTracker, state: ExportState
                     # the evidence window's figures, so none are computed (a third of the cost).
                     assessment = tracker.push(frame, focus=())
                     state.update(frame, assessment)
+                    if status_file is not None:
+                        status = status_file.publish(frame, assessment)
+                        if notifier is not None:
+                            notifier.observe(frame.t, status)
         finally:
             await source.aclose()
     return received[0] if received else None
@@ -100,6 +112,8 @@ def run_export(options: ExportOptions) -> int:
     """Entry point of ``gpusat-tui export`` (exit statuses in the module docstring)."""
     from gpusat_tui.analysis.tracker import VerdictTracker
     from gpusat_tui.commands.export_metrics import ExportState
+    from gpusat_tui.notify.notifier import notifier_from_options
+    from gpusat_tui.notify.status_file import StatusFileWriter
     from gpusat_tui.sources.build import build_source
     from gpusat_tui.sources.recorder import print_failure
 
@@ -114,7 +128,8 @@ def run_export(options: ExportOptions) -> int:
         say("gpusat-tui export", exc)
         return 2
     interval_s = options.source.poll.interval_s
-    state = ExportState(host=host, interval_s=interval_s)
+    # psutil: the process scan's errors (denied, process) are counted under that name.
+    state = ExportState(host=host, interval_s=interval_s, tools=(*built.tools, "psutil"))
     try:
         server, url = serve(state, address, port)
     except OSError as exc:
@@ -124,9 +139,16 @@ def run_export(options: ExportOptions) -> int:
         return 2
     say("gpusat-tui export",
         f"serving {url} (host={host}; tools: {', '.join(built.tools)}; every {interval_s:g} s)")
+    status_file = StatusFileWriter("export", interval_s)
+    notifier = notifier_from_options(options.notify, host=host, source="export",
+                                     prog="gpusat-tui export")
     try:
-        asyncio.run(_poll_forever(built.source, VerdictTracker(window_s=30.0), state))
+        asyncio.run(_poll_forever(built.source, VerdictTracker(window_s=30.0), state,
+                                  status_file, notifier))
     finally:
+        status_file.close()
+        if notifier is not None:
+            notifier.close()
         server.shutdown()
         server.server_close()
     return 0

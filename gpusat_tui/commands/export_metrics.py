@@ -35,7 +35,14 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from gpusat_tui import __version__
-from gpusat_tui.model import VERDICT_KINDS, Assessment, CardReading, Frame, Verdict
+from gpusat_tui.model import (
+    TOOL_ERROR_KINDS,
+    VERDICT_KINDS,
+    Assessment,
+    CardReading,
+    Frame,
+    Verdict,
+)
 
 __all__ = [
     "CARD_LABELS",
@@ -123,6 +130,9 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_probe_step_seconds", "gauge", _PROBE, "Duration of one step (probe)"),
     MetricDef("gpusat_probe_samples_per_second", "gauge", _PROBE,
               "Training samples per second (probe)"),
+    MetricDef("gpusat_probe_age_seconds", "gauge", _PROBE,
+              "Age of the probe's last publication (it publishes about every second while "
+              "the trainer runs; growing: the trainer is frozen or its probe stopped)"),
     MetricDef("gpusat_host_cpu_ratio", "gauge", ("host",),
               "Whole-machine CPU busy share, 0..1"),
     MetricDef("gpusat_host_iowait_ratio", "gauge", ("host",),
@@ -174,6 +184,9 @@ class ExportState:
 
     host: str
     interval_s: float = 1.0
+    #: The tools this exporter runs: their error counters are served at 0 from the first
+    #: scrape, so that ``rate()``/``increase()`` see zero, not nothing, until one fails.
+    tools: tuple[str, ...] = ()
     _prev_t: float | None = None
     _card_busy_s: dict[str, float] = field(default_factory=dict)
     _trainer_cpu_s: dict[int, float] = field(default_factory=dict)
@@ -184,7 +197,10 @@ class ExportState:
     snapshot: _Snapshot = field(init=False)
 
     def __post_init__(self) -> None:
-        self.snapshot = _Snapshot(None, Assessment(), {}, {}, {}, {}, {}, 0)
+        for tool in self.tools:
+            for kind in TOOL_ERROR_KINDS:
+                self._errors[(tool, kind)] = 0
+        self.snapshot = _Snapshot(None, Assessment(), {}, {}, {}, {}, dict(self._errors), 0)
 
     def update(self, frame: Frame, assessment: Assessment) -> None:
         """Fold in one poll (the poller's thread) and publish the new snapshot."""
@@ -354,3 +370,4 @@ class ExportCollector(Collector):
             step_ms = getattr(probe, "step_ms", None)
             put("gpusat_probe_step_seconds", labels, None if step_ms is None else step_ms / 1e3)
             put("gpusat_probe_samples_per_second", labels, getattr(probe, "samples_per_s", None))
+            put("gpusat_probe_age_seconds", labels, getattr(probe, "age_s", None))

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gpusat_tui.sources.options import SourceOptions
+from gpusat_tui.notify.options import NotifyOptions
+from gpusat_tui.sources.options import PollOptions, SourceOptions
 
 View = Literal["auto", "overview", "card"]
+StatusFormat = Literal["tmux", "plain", "polybar", "waybar"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class DashboardOptions:
     source: SourceOptions = field(default_factory=SourceOptions)
     #: Start in the overview or the card view; ``auto`` chooses by the pane's size.
     view: View = "auto"
+    notify: NotifyOptions = field(default_factory=NotifyOptions)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class CheckOptions:
     source: SourceOptions = field(default_factory=SourceOptions)
     duration_s: float = 10.0
     json: bool = False
+    #: Poll until stopped and print a notice each time the verdict turns (``--watch``).
+    watch: bool = False
+    notify: NotifyOptions = field(default_factory=NotifyOptions)
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,23 @@ class ExportOptions:
     source: SourceOptions = field(default_factory=SourceOptions)
     #: Value of every series' ``host`` label; None: this machine's host name.
     host_label: str | None = None
+    notify: NotifyOptions = field(default_factory=NotifyOptions)
+
+
+@dataclass(frozen=True)
+class StatusOptions:
+    """``gpusat-tui status``: one short line for a status bar."""
+
+    format: StatusFormat = "tmux"
+    #: A running monitor's figures count up to this old; None: 3 of its polls, 5 s at least.
+    max_age_s: float | None = None
+    #: An exporter's /metrics to ask when no monitor runs here; None: never.
+    exporter: str | None = "http://127.0.0.1:9478/metrics"
+    #: With neither, poll the tools this long (0: never).
+    poll_s: float = 2.0
+    #: Hard limit on a poll of its own, discovery included.
+    timeout_s: float = 5.0
+    poll: PollOptions = field(default_factory=PollOptions)
 
 
 @dataclass(frozen=True)
@@ -60,4 +83,6 @@ class RunOptions:
     verbose: bool = False
 
 
-CommandOptions = DashboardOptions | CheckOptions | ExportOptions | ReportOptions | RunOptions
+CommandOptions = (
+    DashboardOptions | CheckOptions | ExportOptions | ReportOptions | RunOptions | StatusOptions
+)

@@ -14,10 +14,27 @@ reads (`layout` documents it). Setting ``GPUSAT_PROBE=0`` turns it off.
 
 from __future__ import annotations
 
-from .core import disable, install, is_enabled, snapshot
 from .layout import LAYOUT_VERSION, default_dirs
 
+TYPE_CHECKING = False  # not typing's: importing typing costs a status bar call ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .core import disable, is_enabled, snapshot
+
 __all__ = ["LAYOUT_VERSION", "default_dirs", "disable", "enable", "is_enabled", "snapshot"]
+
+#: Loaded on first use (PEP 562): a monitor that only reads `layout` (``gpusat-tui status``,
+#: run by a status bar every few seconds) does not pay for the hooks' imports.
+_FROM_CORE = frozenset({"disable", "install", "is_enabled", "snapshot"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_CORE:
+        from . import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def enable() -> bool:
@@ -25,6 +42,8 @@ def enable() -> bool:
 
     Never raises: a probe that cannot install itself says so in one stderr line.
     """
+    from .core import disable, install
+
     try:
         return install()
     except Exception as exc:  # pragma: no cover - defensive: the probe never fails the job

@@ -119,14 +119,20 @@ class GpusatApp(App[int]):
         no_tool: str | None = None,
         view: str | None = None,
         freeze_heap: bool = False,
+        on_verdict: Callable[[Frame, Assessment], None] | None = None,
     ) -> None:
         """``view``: "overview" or "card" to start in (and keep) that view; None lets the
         pane's size choose until the user does (`overview_fits`). ``freeze_heap``: freeze the
         start-up heap after the first frames (`settle_heap`): for the process that runs only
-        this app (the command line), never for one that runs many (tests, embedding)."""
+        this app (the command line), never for one that runs many (tests, embedding).
+        ``on_verdict``: told every frame's verdicts as they are judged (the status file and
+        the notifications, `ui.entry`); an error in it turns it off, never the polling."""
         super().__init__()
         self.source = source
         self.freeze_heap = freeze_heap
+        self.on_verdict = on_verdict
+        #: Called by the command line after the app ends (the status file, the webhooks).
+        self.closers: list[Callable[[], None]] = []
         self.tracker: Tracker = tracker if tracker is not None else default_tracker()
         self.interval = interval
         self.clock = clock
@@ -250,6 +256,8 @@ class GpusatApp(App[int]):
                 # History and verdicts first: a repaint may be dropped, a frame never is.
                 self.state.push(frame)
                 assessment = self._judge(frame)
+                if self.on_verdict is not None:
+                    self._tell(frame, assessment)
                 self._last_arrival = self.clock()
                 self.post_message(FrameReceived(frame, assessment))
         except Exception as exc:  # a source bug must end up on screen, not as a traceback
@@ -271,6 +279,21 @@ class GpusatApp(App[int]):
         except Exception as exc:
             verdict = Verdict(kind="unknown", why=[f"verdict engine error: {exc!r}"])
             return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
+
+    def _tell(self, frame: Frame, assessment: Assessment) -> None:
+        assert self.on_verdict is not None
+        try:
+            self.on_verdict(frame, assessment)
+        except Exception as exc:
+            self.on_verdict = None
+            self.notify(f"notifications off: {type(exc).__name__}", severity="warning")
+
+    def write_terminal(self, data: str) -> None:
+        """Write the bell or a notification's escape sequences straight to the terminal (what
+        Textual's own ``bell()`` does); nothing in a headless run."""
+        driver = getattr(self, "_driver", None)
+        if data and driver is not None and not getattr(driver, "is_headless", True):
+            driver.write(data)
 
     async def on_unmount(self) -> None:
         if self.source is not None:

@@ -29,6 +29,8 @@ from gpusat_tui.model import (
 from tests.prom.exposition import exposed_samples
 
 REPO = Path(__file__).resolve().parents[2]
+#: The Grafana dashboard, beside the alerting and recording rules (the mixin layout).
+DASHBOARD = "contrib/prometheus/dashboards/gpusat-fleet.json"
 T0 = 1_767_225_600.0
 
 
@@ -213,6 +215,7 @@ def test_probe_figures_when_the_frame_carries_probes() -> None:
     assert one(samples, "gpusat_probe_steps_total", **labels) == 12
     assert one(samples, "gpusat_probe_step_seconds", **labels) == pytest.approx(0.25)
     assert one(samples, "gpusat_probe_samples_per_second", **labels) == 128.0
+    assert one(samples, "gpusat_probe_age_seconds", **labels) == pytest.approx(0.1)
     # The probe's own cumulative wait is exact: it wins over the integration.
     state.update(Frame(t=T0 + 3, probes=[probe(data_wait_s=17.5, rank=None)]), Assessment())
     samples = scrape(state)
@@ -247,6 +250,7 @@ PINNED = {
     "gpusat_probe_steps_total": ("counter", "host pid rank card"),
     "gpusat_probe_step_seconds": ("gauge", "host pid rank card"),
     "gpusat_probe_samples_per_second": ("gauge", "host pid rank card"),
+    "gpusat_probe_age_seconds": ("gauge", "host pid rank card"),
     "gpusat_host_cpu_ratio": ("gauge", "host"),
     "gpusat_host_iowait_ratio": ("gauge", "host"),
     "gpusat_tool_errors_total": ("counter", "host tool kind"),
@@ -303,7 +307,7 @@ def test_a_real_scrape_serves_exactly_the_documented_names() -> None:
 def dashboard_exprs() -> list[str]:
     import json
 
-    doc = json.loads((REPO / "contrib" / "grafana" / "gpusat-fleet.json").read_text())
+    doc = json.loads((REPO / DASHBOARD).read_text())
     return [t["expr"] for p in doc["panels"] for t in p["targets"]]
 
 
@@ -311,4 +315,4 @@ def test_the_grafana_dashboard_uses_only_exported_names() -> None:
     exprs = dashboard_exprs()
     used = {name for e in exprs for name in re.findall(r"gpusat_[a-z0-9_]+", e)}
     assert used and used <= {m.name for m in METRICS}, used - {m.name for m in METRICS}
-    assert "contrib/grafana/gpusat-fleet.json" in (REPO / "docs" / "prometheus.md").read_text()
+    assert DASHBOARD in (REPO / "docs" / "prometheus.md").read_text()

@@ -1,0 +1,97 @@
+"""The notifier a monitor runs: the pure decision (`decision`) wired to the outputs.
+
+Each poll's job status goes to `Notifier.observe`; the notices due go to the webhooks (queued
+for their own thread: `webhook`), to the terminal (bytes from `terminal`, written by the
+caller's function) and to a line printer. Nothing here waits on the network.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpusat_tui.notify.decision import Notice, NotifyPolicy, TurnWatcher
+from gpusat_tui.notify.message import body, headline, payload
+from gpusat_tui.notify.options import NotifyOptions
+from gpusat_tui.notify.status_file import JobStatus
+from gpusat_tui.notify.terminal import in_tmux, sequences
+from gpusat_tui.notify.webhook import Delivery, WebhookSender
+from gpusat_tui.text import clean
+
+__all__ = ["Notifier", "detail_of", "notifier_from_options"]
+
+
+def detail_of(status: JobStatus) -> str | None:
+    """The figure that says most about the job's state, for the notice's text."""
+    if status.kind == "starving" and status.data_wait_pct is not None:
+        return f"{status.data_wait_pct:.0f}% data wait"
+    if status.lagging:
+        return "card " + ", ".join(clean(c, 40) for c in status.lagging[:4])
+    return clean(status.headline, 200) if status.headline else None
+
+
+class Notifier:
+    """Turns + hold + rate limit (`TurnWatcher`), then every output configured: ``lines``
+    gets each notice's text and its generic webhook body."""
+
+    def __init__(
+        self, policy: NotifyPolicy, *, host: str, source: str,
+        webhooks: Sequence[tuple[WebhookSender, str]] = (),
+        terminal: Callable[[str], None] | None = None, terminal_mode: str = "off",
+        lines: Callable[[str, dict[str, Any]], None] | None = None, tmux: bool | None = None,
+    ) -> None:
+        self.watcher = TurnWatcher(policy)
+        self.host = host
+        self.source = source
+        self.webhooks = list(webhooks)
+        self.terminal = terminal
+        self.terminal_mode = terminal_mode
+        self.lines = lines
+        self.tmux = in_tmux() if tmux is None else tmux
+        self.sent: list[Notice] = []
+
+    def observe(self, t: float, status: JobStatus) -> list[Notice]:
+        notices = self.watcher.observe(t, status.kind, status.cause)
+        for notice in notices:
+            detail = detail_of(status)
+            generic = payload(notice, self.host, self.source, detail)
+            for sender, fmt in self.webhooks:
+                sender.send(body(generic, fmt))
+            text = headline(notice, self.host, detail)
+            if self.terminal is not None and self.terminal_mode != "off":
+                self.terminal(sequences("gpusat-tui", text, self.terminal_mode, self.tmux))
+            if self.lines is not None:
+                self.lines(text, generic)
+            self.sent.append(notice)
+        return notices
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Let the webhooks send what is queued, for at most ``timeout_s`` in all."""
+        for sender, _fmt in self.webhooks:
+            sender.close(timeout_s / max(1, len(self.webhooks)))
+
+
+def _say_failure(prog: str) -> Callable[[Delivery], None]:
+    def report(result: Delivery) -> None:
+        if not result.ok:
+            print(f"{prog}: webhook not delivered after {result.attempts} attempt(s): "
+                  f"{clean(result.error, 200)}", file=sys.stderr, flush=True)
+    return report
+
+
+def notifier_from_options(
+    options: NotifyOptions, *, host: str, source: str, prog: str,
+    terminal: Callable[[str], None] | None = None,
+    lines: Callable[[str, dict[str, Any]], None] | None = None,
+) -> Notifier | None:
+    """The notifier the options ask for, or None when nothing would be notified."""
+    urls = list(options.webhooks)
+    mode = options.terminal if terminal is not None else "off"
+    if not urls and mode == "off" and lines is None:
+        return None
+    policy = NotifyPolicy(hold_s=options.hold_s, min_gap_s=options.every_s)
+    fmt = options.webhook_format
+    senders = [(WebhookSender(url, on_result=_say_failure(prog)), fmt) for url in urls]
+    return Notifier(policy, host=host, source=source, webhooks=senders, terminal=terminal,
+                    terminal_mode=mode, lines=lines)

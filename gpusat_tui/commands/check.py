@@ -33,8 +33,8 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.commands.check_report import (
     CheckBuilder,
     CheckError,

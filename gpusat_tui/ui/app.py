@@ -384,8 +384,12 @@ class GpusatApp(App[int]):
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
-            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval(),
-                             driving)
+            if not frame.cards and probes:  # no accelerator tool: the job, from its probes
+                self.detail.show(None, None, None, self._interval(), probes,
+                                 job=self.assessment.job)
+            else:
+                self.detail.show(card, verdicts.get(self.selected or ""), history,
+                                 self._interval(), driving)
         if self.processes_box.display:
             self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()

@@ -86,9 +86,11 @@ async def test_dashboard_shows_the_probed_job_with_no_tool(
     options = parse_command([])
     assert isinstance(options, DashboardOptions)
     app = build_app(options)
-    assert app.no_tool is None and app.banner is not None and NO_TOOL_LINE in app.banner.lower()
+    assert app.no_tool is None and app.banner is not None
+    assert NO_TOOL_LINE in app.banner.lower()
     async with app.run_test(size=(160, 50)) as pilot:
-        await settle(pilot, lambda: "input-bound" in screen_text(app), timeout=60.0)
+        await settle(pilot, lambda: "STARVING (input-bound)" in screen_text(app), timeout=60.0)
         text = screen_text(app)
-    assert "starving" in text
-    assert str(waiting_job) in text
+    assert "no accelerator tool: figures from the job and the host only" in text
+    assert f"trainer pid {waiting_job} · wait" in text
+    assert "measured in the trainer" in text

@@ -460,9 +460,17 @@ class GpusatApp(App[int]):
         header = getattr(self.source, "header", None)
         return getattr(header, "interval_s", None) or getattr(self.source, "interval", None)
 
+    def _replay_end(self) -> str | None:
+        """What a replay at the end of its file says (a wait there is not a hang)."""
+        if getattr(self.source, "at_end", False) is not True:
+            return None
+        if getattr(self.source, "follow", False):
+            return "caught up: waiting for the recorder's next frame"
+        return "end of recording"
+
     def _quiet_s(self) -> float | None:
         """Seconds without a frame, when that is far longer than the interval (a hung source)."""
-        if self.paused or self.ended or self.source is None:
+        if self.paused or self.ended or self.source is None or self._replay_end():
             return None
         interval = self._interval() or 1.0
         since = self._last_arrival
@@ -481,7 +489,7 @@ class GpusatApp(App[int]):
             stale=stale,
             errors=errors,
             skipped=int(getattr(self.source, "skipped", 0) or 0),
-            ended=self.ended,
+            ended=self.ended or self._replay_end(),
         )
         if info != self.status.key:  # most frames change nothing on it: skip building it
             self.status.show(info, status_text(info))

@@ -17,8 +17,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
+from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag, lagging
 from gpusat_tui.analysis.measured import Rank, Straggler, straggler
+from gpusat_tui.analysis.probe_only import probe_only_verdict
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
 from gpusat_tui.model import VERDICT_KINDS, Verdict
@@ -231,6 +233,7 @@ def judge_job(
     lag_of: Callable[[list[str]], Lag | None],
     ranks: Sequence[Rank] = (),
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    evidence: Callable[[], HostEvidence] | None = None,
 ) -> tuple[Verdict, dict[str, Verdict]]:
     """The job verdict, and the card verdicts once the job's lag is applied (`apply_lag`).
     ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
@@ -238,8 +241,12 @@ def judge_job(
     With probes in two or more ranks (``ranks``), the straggler is the rank the probes show
     out of line (`measured.straggler`): named in ``why`` and decisive even when the cards'
     utilisation looks even (the others' all-reduce wait keeps their duty cycle up).
+    With no card at all but probed trainers (no accelerator tool), the verdict stands on the
+    probes and the host (``evidence``: the host evidence of the window; `probe_only`).
     """
     if not verdicts:
+        if ranks and evidence is not None:
+            return probe_only_verdict(ranks, evidence, thresholds), verdicts
         return unknown_verdict(
             ["no card in the window"],
             ["No accelerator tool answered: see the status line for what was searched"],

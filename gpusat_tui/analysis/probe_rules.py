@@ -21,7 +21,7 @@ from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, pct, worker_line
 from gpusat_tui.model import Verdict
 
-__all__ = ["measured_verdict", "with_measurement"]
+__all__ = ["measured_verdict", "waiting_cause", "with_measurement"]
 
 _INPUT_ADVICE = [
     "Give the DataLoader more in flight: more num_workers, a larger prefetch_factor, "
@@ -54,24 +54,32 @@ def measured_verdict(
     wait = meas.wait_pct
     if wait is None or wait < th.data_wait_starving_pct:
         return None
-    ev = evidence()
-    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=f.label)
-    if cause not in ("input-bound", "io-bound"):
-        if ev.n_workers == 0:
-            cwhy = ["no DataLoader workers seen: with num_workers=0 the loading runs in the "
-                    "training loop itself, and that is what it waits on"]
-            cadvice = ["Set DataLoader num_workers > 0 so batches are prepared while the "
-                       "step runs", *_INPUT_ADVICE]
-        else:
-            cwhy = [f"{worker_line(ev)}, no disk wait: the batches arrive too slowly for "
-                    "another reason (too few in flight, slow storage or network, a lock)"]
-            cadvice = list(_INPUT_ADVICE)
-        cause = "input-bound"
+    cause, cwhy, cadvice = waiting_cause(evidence(), th, f.label)
     why = [meas.wait_line(th), f.util_line(th), f.power_line()]
     if f.util.median >= th.busy_util_pct:
         why.append(f"{f.label} reads busy, but the measured wait says the card idles between "
                    "batches: the wait decides")
     return make_verdict("starving", cause, why + cwhy, cadvice, 0.9, f.n)
+
+
+def waiting_cause(
+    ev: HostEvidence, th: Thresholds, label: str
+) -> tuple[str, list[str], list[str]]:
+    """(cause, why, advice) of a loop measured waiting on its data: ``io-bound`` where the host
+    shows disk waits, else ``input-bound`` (the wait itself is the evidence)."""
+    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=label)
+    if cause in ("input-bound", "io-bound"):
+        return cause, cwhy, cadvice
+    if ev.n_workers == 0:
+        return "input-bound", [
+            "no DataLoader workers seen: with num_workers=0 the loading runs in the training "
+            "loop itself, and that is what it waits on"
+        ], ["Set DataLoader num_workers > 0 so batches are prepared while the step runs",
+            *_INPUT_ADVICE]
+    return "input-bound", [
+        f"{worker_line(ev)}, no disk wait: the batches arrive too slowly for another reason "
+        "(too few in flight, slow storage or network, a lock)"
+    ], list(_INPUT_ADVICE)
 
 
 def with_measurement(

@@ -200,7 +200,8 @@ def judge_prepared(
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
-    job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds)
+    job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds,
+                              evidence=lambda: window.evidence(""))
     return Assessment(cards=verdicts, job=job)
 
 

@@ -5,7 +5,10 @@ The JSON shape and `CheckBuilder`, which folds Frames into it, are in `check_rep
 shared with ``report``); this module polls, stops on signals and prints.
 
 Exit status: 0 when it ran (even if a tool failed every poll: ``errors`` says so), 1 when no
-accelerator tool was found (stderr says where it looked), 2 on a usage error (argparse). On
+accelerator tool was found and no probed trainer publishes (stderr says where it looked; with
+``--json`` the object is printed all the same, an ``errors`` entry of kind ``no-tool`` and the
+places in ``notes``). With no tool but a probed trainer, it runs on the probe files and the host
+(``no_tool`` is true, the verdict is the job's), 2 on a usage error (argparse). On
 Ctrl-C (SIGINT), SIGTERM or SIGHUP polling stops, the tool in flight is killed, the report of
 what was gathered so far is printed as usual, and the exit status is 128 + the signal (130 for
 SIGINT, 143 for SIGTERM, 129 for SIGHUP), the
@@ -32,8 +35,15 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.commands.check_report import CheckBuilder, CheckReport, Stats, probe_line
+from gpusat_tui.commands.check_report import (
+    CheckBuilder,
+    CheckError,
+    CheckReport,
+    Stats,
+    probe_line,
+)
 from gpusat_tui.commands.options import CheckOptions
 from gpusat_tui.commands.stopping import stopped_by_signals
 from gpusat_tui.errors import GpusatError, ToolMissing
@@ -89,6 +99,16 @@ def render_human(report: CheckReport) -> str:
             for advice in card.verdict.advice:
                 lines.append(f"    try: {clean(advice, 500)}")
         lines.append("    (figures: mean [min–max] over the polls that answered)")
+    elif report.no_tool and report.job is not None:
+        job = report.job
+        lines.append(f"{NO_TOOL_LINE.capitalize()}.")
+        lines.append(f"JOB  {clean(job.kind, 40)}"
+                     + (f" ({clean(job.cause, 40)})" if job.cause else ""))
+        for why in job.why:
+            if why != NO_TOOL_LINE:
+                lines.append(f"    why: {clean(why, 500)}")
+        for advice in job.advice:
+            lines.append(f"    try: {clean(advice, 500)}")
     else:
         lines.append("No card reported any figure.")
     if report.processes:
@@ -109,6 +129,18 @@ def render_human(report: CheckReport) -> str:
         lines += ["", "Notes:"]
         lines += [f"  {clean(note, 500)}" for note in report.notes]
     return clean_block("\n".join(lines))
+
+
+def no_tool_report(message: str) -> CheckReport:
+    """The report of a check that found no tool and no probed trainer: an ``errors`` entry of
+    kind ``no-tool`` and the places searched in ``notes``."""
+    lines = message.splitlines()
+    return CheckReport(
+        duration_s=0.0, samples=0,
+        errors=[CheckError(tool="gpusat-tui", message=lines[0] if lines else message, count=1,
+                           kind="no-tool")],
+        notes=[line.strip() for line in lines[1:] if line.strip()],
+    )
 
 
 # --- running ---------------------------------------------------------------------------------
@@ -149,6 +181,8 @@ def run_check(options: CheckOptions) -> int:
                              on_record_failure=print_failure)
     except ToolMissing as exc:
         say("gpusat-tui check", exc, lines=True)
+        if options.json:  # a pipe into jq still gets its object, the error in it
+            emit(no_tool_report(str(exc)).model_dump_json())
         return 1
     except GpusatError as exc:  # a bad URL or --match, a recording that cannot be written
         say("gpusat-tui check", exc)

@@ -152,6 +152,11 @@ class CheckReport(_Out):
     #: Added to the first shape: plain-language notes, each once, in order (a tool that
     #: turned out to be another vendor's, a card no longer listed, a refused flag...).
     notes: list[str] = []
+    #: Addition: the job's verdict (with no card at all, the one that stands on the probes).
+    job: CheckVerdict | None = None
+    #: Addition: true when no card answered but probed trainers did: every figure is from the
+    #: job and the host (no accelerator tool), and the verdict is the job's.
+    no_tool: bool = False
 
 
 def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> str:
@@ -160,7 +165,7 @@ def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> s
     if job_kind in ("stalled", "imbalanced"):
         return job_kind
     if not card_kinds:
-        return "unknown"
+        return job_kind or "unknown"
     busy = Counter(k for k in card_kinds if k != "idle")
     if not busy:
         return "idle"
@@ -385,8 +390,13 @@ class CheckBuilder:
             )
             for p in self._procs.values()
         ]
-        job = self.assessment.job.kind if self.assessment else None
+        job_verdict = self.assessment.job if self.assessment else None
+        job = job_verdict.kind if job_verdict is not None else None
         return CheckReport(
+            job=CheckVerdict(kind=job_verdict.kind, cause=job_verdict.cause,
+                             why=list(job_verdict.why), advice=list(job_verdict.advice))
+            if job_verdict is not None else None,
+            no_tool=not cards and any(p.probe is not None for p in self._procs.values()),
             duration_s=round(duration_s, 3),
             samples=self.samples,
             cards=cards,

@@ -77,6 +77,6 @@ def run_app(options: DashboardOptions) -> int:
     failure = getattr(app.source, "failure", None)
     if failure:  # the recording stopped (disk full...): said on the status line, and here
         say("gpusat-tui", failure)
-    if app.no_tool is not None:
-        return 2
+    if app.no_tool is not None:  # like `check`: 1 when no accelerator tool was found
+        return 1
     return int(app.return_code or result or 0)

@@ -233,7 +233,9 @@ class ProcessMonitor:
             if proc.pid <= 0:  # some tools print 0 for "no process"
                 continue
             ids = cards_by_pid.setdefault(proc.pid, [])
-            if proc.card_id not in ids:
+            # An empty card id: a trainer to follow that drives no known card (a probed
+            # trainer with no accelerator tool).
+            if proc.card_id and proc.card_id not in ids:
                 ids.append(proc.card_id)
         # A new job on a card (or one gone) is looked at now, not at the next rescan; the
         # order a tool lists processes in does not matter.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.options import RecordOptions, SourceOptions
@@ -23,6 +24,12 @@ DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
 DEMO_BANNER = (
     "DEMO: no accelerator tool was found on this machine, so this is a replay of a recorded "
     "demo session, not your hardware. Run without --fallback-demo to see what was searched."
+)
+
+#: The banner of a live source with no accelerator tool, polling the host and probe files.
+NO_TOOL_BANNER = (
+    f"{NO_TOOL_LINE.capitalize()} (no vendor tool found; `gpusat-tui check` lists where it "
+    "looked). The verdict stands on each probed trainer's measured data wait."
 )
 
 
@@ -44,7 +51,9 @@ class BuiltSource:
 
 
 def live_source(options: SourceOptions) -> LiveSource:
-    """A live source over the tools found. Raises `ToolMissing` (it says where it looked)."""
+    """A live source over the tools found. With none but a probed trainer publishing, a source
+    of the host and the probe files alone (`LiveSource.use_probes_only`). Raises `ToolMissing`
+    (it says where it looked) when there is neither."""
     from gpusat_tui.sources.live import LiveSource
 
     poll = options.poll
@@ -52,7 +61,11 @@ def live_source(options: SourceOptions) -> LiveSource:
         interval=poll.interval_s, overrides=dict(poll.tools), pids=list(poll.pids),
         enrich_every=poll.enrich_every,
     )
-    source.discover()
+    try:
+        source.discover()
+    except ToolMissing:
+        if not source.use_probes_only():
+            raise
     return source
 
 
@@ -84,7 +97,8 @@ def build_source(
         try:
             live = live_source(options)
             built = BuiltSource(live, interval_s=options.poll.interval_s,
-                                tools=tuple(sorted(live.tools)))
+                                tools=tuple(sorted(live.tools)),
+                                banner=NO_TOOL_BANNER if live.no_tool else None)
         except ToolMissing:
             if not options.fallback_demo:
                 raise

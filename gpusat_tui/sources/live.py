@@ -35,6 +35,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.collectors.base import ToolReading, ToolSpec, resolve_process_cards
 from gpusat_tui.collectors.discovery import find_executable
 from gpusat_tui.errors import GpusatError, ToolMissing
@@ -138,6 +139,8 @@ class LiveSource:
         self._queries = ToolQueries(self.timeout, self.enrich_every, clock, self._pending_notes)
         self._inflight: asyncio.Future[list[PollResult]] | None = None
         self._probes = ProbePoller()
+        #: Set by `use_probes_only`: where the tools were looked for (the no-tool message).
+        self.no_tool: str | None = None
 
     # --- discovery ---------------------------------------------------------------------------
 
@@ -199,6 +202,19 @@ class LiveSource:
         self._pending_notes.extend(n for n in reading.notes if n not in self._pending_notes)
         return True
 
+    def use_probes_only(self) -> bool:
+        """After `discover` found no tool: poll the host's processes and the probe files alone,
+        when a trainer publishes one now. False (nothing changed) when none does, so the caller
+        keeps the no-tool message. Every Frame then has no card; the first says why."""
+        samples, _ = self._probes.reader.sample()
+        if not samples:
+            return False
+        self._groups = []
+        self.no_tool = self.missing_message()
+        self._pending_notes.append(NO_TOOL_LINE)
+        self._pending_notes.extend(self.no_tool.splitlines())
+        return True
+
     def missing_message(self) -> str:
         """Plain words: no tool found, and where each one was looked for."""
         lines = ["No accelerator tool found. Searched:"]
@@ -249,6 +265,11 @@ class LiveSource:
             host: HostSample | None = None
             # Trainers that publish a probe file are found with no --pid.
             probes, probe_pids = self._probes.poll(cards, processes, notes)
+            if self.no_tool is not None:
+                # No card to tie them to: every probed trainer is followed all the same (an
+                # empty card id), with its workers, even with num_workers=0.
+                probe_pids += [CardProcess(pid=p.pid, card_id="") for p in probes
+                               if p.card_id is None]
             monitor = self._get_monitor()
             if monitor is not None:
                 try:

@@ -128,6 +128,15 @@ class Recorder(ClosedOnExit):
         self._check_mode()
         self._open_part()
 
+    def _ways_past_existing(self) -> str:
+        """What the user can do about a file that exists: --append only where it is accepted
+        (a plain recording without rotation, see `_check_mode`)."""
+        rotating = self.max_bytes is not None or self.max_age_s is not None
+        if rotating or self._format != "plain":
+            return ("pass --force to overwrite it, or record to a new file (--append works on "
+                    "a plain .jsonl recording without rotation only)")
+        return "pass --append to add to it or --force to overwrite it"
+
     def _check_mode(self) -> None:
         rotating = self.max_bytes is not None or self.max_age_s is not None
         if self.mode == "append" and (rotating or self._format != "plain"):
@@ -195,10 +204,8 @@ class Recorder(ClosedOnExit):
                     continue
             regular = stat.S_ISREG(st.st_mode)
             if regular and not created and st.st_size > 0 and self.mode == "new":
-                raise RecordingError(
-                    f"{self.path} already exists ({st.st_size} bytes): pass --append to add "
-                    "to it or --force to overwrite it"
-                )
+                raise RecordingError(f"{self.path} already exists ({st.st_size} bytes): "
+                                     + self._ways_past_existing())
             if self.mode == "append" and not regular:
                 self.mode = "new"  # nothing to append to in a pipe or a device
             if regular and self.mode == "overwrite":

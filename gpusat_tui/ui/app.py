@@ -407,8 +407,12 @@ class GpusatApp(App[int]):
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
-            self.detail.show(card, verdicts.get(self.selected or ""), history, self._interval(),
-                             driving)
+            if not frame.cards and probes:  # no accelerator tool: the job, from its probes
+                self.detail.show(None, None, None, self._interval(), probes,
+                                 job=self.assessment.job)
+            else:
+                self.detail.show(card, verdicts.get(self.selected or ""), history,
+                                 self._interval(), driving)
         if self.processes_box.display:
             self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
@@ -479,9 +483,17 @@ class GpusatApp(App[int]):
         header = getattr(self.source, "header", None)
         return getattr(header, "interval_s", None) or getattr(self.source, "interval", None)
 
+    def _replay_end(self) -> str | None:
+        """What a replay at the end of its file says (a wait there is not a hang)."""
+        if getattr(self.source, "at_end", False) is not True:
+            return None
+        if getattr(self.source, "follow", False):
+            return "caught up: waiting for the recorder's next frame"
+        return "end of recording"
+
     def _quiet_s(self) -> float | None:
         """Seconds without a frame, when that is far longer than the interval (a hung source)."""
-        if self.paused or self.ended or self.source is None:
+        if self.paused or self.ended or self.source is None or self._replay_end():
             return None
         interval = self._interval() or 1.0
         since = self._last_arrival
@@ -500,7 +512,7 @@ class GpusatApp(App[int]):
             stale=stale,
             errors=errors,
             skipped=int(getattr(self.source, "skipped", 0) or 0),
-            ended=self.ended,
+            ended=self.ended or self._replay_end(),
         )
         if info != self.status.key:  # most frames change nothing on it: skip building it
             self.status.show(info, status_text(info))

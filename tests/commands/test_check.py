@@ -157,7 +157,10 @@ def test_check_json_gives_the_scenario_figures_for_every_vendor_tool(
 def test_no_tool_exits_1_and_says_what_was_searched(fake_bin: FakeBin) -> None:
     result = run_check(fake_bin, "--json", "--duration", "1")
     assert result.returncode == 1
-    assert result.stdout == ""
+    # --json always prints its object: the error in it, the places searched in its notes.
+    report = json.loads(result.stdout)
+    assert [e["kind"] for e in report["errors"]] == ["no-tool"]
+    assert any(note.startswith("nvidia-smi:") for note in report["notes"])
     err = result.stderr
     assert "No accelerator tool found" in err
     for spec in exe_specs():

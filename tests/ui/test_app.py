@@ -384,7 +384,7 @@ async def test_no_tool_screen_and_quit() -> None:
         assert isinstance(app.screen, NoToolScreen)
         text = screen_text(app)
         assert "  nvidia-smi: PATH, /usr/bin" in text
-        assert "gpusat-tui --replay samples/sessions/demo.jsonl" in text
+        assert "gpusat-tui --fallback-demo" in text
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0

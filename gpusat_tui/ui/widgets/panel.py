@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt
@@ -291,6 +292,24 @@ def panel_data(
     )
 
 
+def job_panel_data(
+    verdict: Verdict, probes: Sequence[ProbeSample], interval_s: float | None
+) -> PanelData:
+    """What the panel shows with no card but probed trainers (no accelerator tool): the job's
+    verdict from the probes and the host, the trainers' measured figures, no chart."""
+    why = [w for w in verdict.why if w.lower() != NO_TOOL_LINE]
+    kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
+    return PanelData(
+        card_id="job",
+        name="no accelerator tool: figures from the job and the host only",
+        kind=kind,
+        cause=verdict.cause,
+        why=why[0] if why else "",
+        interval_s=interval_s,
+        probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+    )
+
+
 def verdict_text(verdict: Verdict | None) -> Text:
     """The why and the advice, as literal text (the verdict engine may quote tool output)."""
     text = Text(no_wrap=False)
@@ -336,7 +355,14 @@ class CardDetail(Vertical):
         history: CardHistory | None,
         interval_s: float | None = None,
         probes: Sequence[ProbeSample] = (),
+        job: Verdict | None = None,
     ) -> None:
+        """``job``: with no card (no accelerator tool), the job's verdict from its probes."""
+        if card is None and job is not None:
+            self.panel.show(job_panel_data(job, probes, interval_s))
+            if self.why.display:
+                self.why.show(job, verdict_text(job))
+            return
         self.panel.show(panel_data(card, verdict, history, interval_s, probes))
         if card is not None and self.why.display:
             self.why.show(verdict, verdict_text(verdict))

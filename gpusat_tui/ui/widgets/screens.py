@@ -16,15 +16,16 @@ from gpusat_tui.ui.text import clean
 
 HELP_KEYS = """\
 gpusat-tui: is my accelerator saturated, and if not, why?
+(escape, q or ? closes this help)
 
 Views
-  o            every card at once (overview) / the list and one card in full
-  enter        open the selected card in full (from the overview); a double click too
+  o            every card at once (overview) / a list and one card in full
+  enter        the selected card in full (overview; or double-click)
   escape       back to the overview
 Cards
   ← →          previous / next card
   ↑ ↓          the card above / below (overview), previous / next (list)
-  w            why and advice for the selected card's verdict (enter in the card view)
+  w            why and advice for the selected card (enter: card view)
 Display
   p, space     pause / resume (a replay stops advancing)
   ctrl+p       command palette (themes, keys)
@@ -38,14 +39,19 @@ Replay only
 
 #: What each verdict means, for the help; a kind missing here still gets a line.
 VERDICT_HELP: dict[str, str] = {
-    "saturated": "the card is busy: compute-bound, nothing to fix on the input side",
-    "starving": "the card waits for input (DataLoader, I/O, host CPU): see why",
+    "saturated": "the card is busy: compute-bound, no input problem to fix",
+    "starving": "the card waits for input (DataLoader, I/O, host CPU)",
     "fragmenting": "VRAM nearly full and churning: the allocator (a heuristic)",
     "imbalanced": "some cards of the job wait for the others (a straggler)",
     "idle": "nothing running on the card",
     "stalled": "the job stopped making progress (no steps, no batches)",
     "unknown": "not enough figures to say",
 }
+
+
+#: The help box's width (`gpusat.tcss` ``#help``) less its border and padding: no help line is
+#: longer, so none wraps to the box's edge in a pane of 80 columns or more.
+HELP_TEXT_WIDTH = 74
 
 
 def help_text() -> str:
@@ -85,9 +91,10 @@ def no_tool_text(message: str) -> Text:
     # Keep the message's own lines (one place searched per line), each cleaned.
     text.append("\n".join(clean(line, 300) for line in message.splitlines()[:40]))
     text.append(
-        "\n\nTry the dashboard on a bundled recording instead:\n"
-        "  gpusat-tui --replay samples/sessions/demo.jsonl\n"
-        "or start with --fallback-demo to do that automatically.\n"
+        "\n\nTry the dashboard on the bundled demo recording instead:\n"
+        "  gpusat-tui --fallback-demo\n"
+        "A job started as `gpusat-tui run -- python train.py` is judged from its probe even\n"
+        "with no tool: start it, then gpusat-tui again.\n"
         "To point at a tool in an unusual place: --tool VENDOR=/path/to/tool\n\n"
         "Press q to quit."
     )

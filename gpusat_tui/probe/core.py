@@ -50,6 +50,7 @@ def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
             # wait for one publication instead of counting it twice.
             st.entered = 0.0
             st.wait += t1 - t0
+        st.last_batch = t1  # before the count: a reader that sees the count sees its time
         n = st.batches = st.batches + 1
         if n >= st.next_slow:
             _batch_slow(data, n)
@@ -66,6 +67,7 @@ def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     st = _STATE
     if not st.on:
         return
+    st.last_step = _clock()  # before the count, as in `_wrap_next`
     n = st.steps = st.steps + 1
     if n >= st.next_step_slow:
         _step_slow(optimizer, n)

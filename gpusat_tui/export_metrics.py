@@ -106,7 +106,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_trainer_cpu_seconds_total", "counter", _TRAINER,
               "CPU time of a training process, integrated over the polls"),
     MetricDef("gpusat_trainer_workers", "gauge", _TRAINER,
-              "DataLoader workers (pt_data_worker) of a training process"),
+              "Data-loading workers of a training process (pt_data_worker, or its "
+              "multiprocessing children)"),
     MetricDef("gpusat_trainer_workers_cpu_ratio", "gauge", _TRAINER,
               "CPU of all DataLoader workers of a training process together, in cores"),
     MetricDef("gpusat_trainer_worker_cpu_max_ratio", "gauge", _TRAINER,

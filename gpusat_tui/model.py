@@ -284,6 +284,8 @@ class ProbeSample(_Model):
     last_batch_s: float | None = None
     last_step_s: float | None = None
     batch_size: int | None = None
+    #: Addition: the DataLoader's worker processes, as its iterator told the probe.
+    num_workers: int | None = None
 
     @field_validator(
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "data_wait_s",

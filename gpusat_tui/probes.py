@@ -219,6 +219,7 @@ def sample_of(
         last_batch_s=_num(doc.get("last_batch_s")),
         last_step_s=_num(doc.get("last_step_s")),
         batch_size=_positive(doc.get("batch_size")),
+        num_workers=_int(doc.get("num_workers")),
     )
 
 

@@ -69,6 +69,7 @@ class ProbeFacts:
     last_batch_s: float | None = None
     last_step_s: float | None = None
     batch_size: int | None = None
+    num_workers: int | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -85,6 +86,7 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
         batches = getattr(p, "batches", 0)
         steps = getattr(p, "steps", 0)
         size = getattr(p, "batch_size", None)
+        workers = getattr(p, "num_workers", None)
         alloc = getattr(p, "alloc", None)
         out.append(ProbeFacts(
             pid=pid,
@@ -104,6 +106,8 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             last_batch_s=num(getattr(p, "last_batch_s", None)),
             last_step_s=num(getattr(p, "last_step_s", None)),
             batch_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+            num_workers=(workers if isinstance(workers, int) and not isinstance(workers, bool)
+                         else None),
         ))
     return tuple(out)
 
@@ -125,6 +129,8 @@ class Rank:
     publications: int
     first_alloc: ProbeAlloc | None
     last_alloc: ProbeAlloc | None
+    #: The DataLoader's worker processes as the probe read them; None if unknown.
+    num_workers: int | None = None
 
     @property
     def who(self) -> str:
@@ -167,6 +173,7 @@ def ranks_of(facts: Sequence[FrameFacts], th: Thresholds) -> list[Rank]:
             publications=len(distinct),
             first_alloc=allocs[0] if allocs else None,
             last_alloc=allocs[-1] if allocs else None,
+            num_workers=last.num_workers,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks

@@ -57,7 +57,14 @@ def measured_verdict(
     ev = evidence()
     cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=f.label)
     if cause not in ("input-bound", "io-bound"):
-        if ev.n_workers == 0:
+        said_workers = meas.main.num_workers
+        if ev.n_workers == 0 and said_workers:
+            cwhy = [f"the DataLoader runs {said_workers} worker"
+                    f"{'s' if said_workers > 1 else ''} (measured in the trainer) that the "
+                    "process monitor cannot see (another PID namespace, or not readable): the "
+                    "batches arrive too slowly all the same"]
+            cadvice = list(_INPUT_ADVICE)
+        elif ev.n_workers == 0:
             cwhy = ["no DataLoader workers seen: with num_workers=0 the loading runs in the "
                     "training loop itself, and that is what it waits on"]
             cadvice = ["Set DataLoader num_workers > 0 so batches are prepared while the "

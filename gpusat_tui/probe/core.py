@@ -53,7 +53,7 @@ def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
         st.last_batch = t1  # before the count: a reader that sees the count sees its time
         n = st.batches = st.batches + 1
         if n >= st.next_slow:
-            _batch_slow(data, n)
+            _batch_slow(self, data, n)
         return data
 
     __next__._gpusat_probe = True  # type: ignore[attr-defined]
@@ -76,10 +76,13 @@ def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 # --- the slow path (one batch or step in SLOW_EVERY) --------------------------------------------
 
 
-def _batch_slow(data: Any, n: int) -> None:
+def _batch_slow(loader_iter: Any, data: Any, n: int) -> None:
     st = _STATE
     try:
         st.next_slow = n + SLOW_EVERY
+        workers = getattr(loader_iter, "_num_workers", None)
+        if isinstance(workers, int) and not isinstance(workers, bool):
+            st.num_workers = workers
         size = _batch_size(data)
         if size is not None:
             st.batch_size = size

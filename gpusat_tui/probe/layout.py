@@ -61,6 +61,9 @@ LAYOUT_1_KEYS = (
     # publishing interval reads its own length).
     "last_batch_s",    # float|null: elapsed_s when the newest batch was returned
     "last_step_s",     # float|null: elapsed_s when the newest optimizer step ended
+    "num_workers",     # int|null: worker processes of the DataLoader being iterated, as its
+                       #  iterator says (so "set num_workers > 0" is never said to a job
+                       #  that runs workers the monitor could not see)
 )
 
 ALLOC_KEYS = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms")

@@ -176,6 +176,7 @@ def snapshot() -> dict[str, Any]:
         "cmd": os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")[:64],
         "last_batch_s": max(0.0, last_batch - st.t0) if batches else None,
         "last_step_s": max(0.0, last_step - st.t0) if steps else None,
+        "num_workers": st.num_workers,
     }
 
 

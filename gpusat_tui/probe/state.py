@@ -43,6 +43,7 @@ class _State:
         "last_step",
         "next_slow",
         "next_step_slow",
+        "num_workers",
         "on",
         "path",
         "pid",
@@ -72,6 +73,8 @@ class _State:
         self.next_slow = 1
         self.next_step_slow = 1
         self.batch_size: int | None = None
+        #: The DataLoader's worker processes as its iterator says (``_num_workers``).
+        self.num_workers: int | None = None
         self.device_type: str | None = None
         self.device_index: int | None = None
         self.started = False

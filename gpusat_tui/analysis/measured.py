@@ -299,7 +299,8 @@ def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
     """The rank out of line with the others, and the lines that say so; None if none is.
 
     First by data wait: one rank waits on its DataLoader while the others (waiting in the
-    collective for it) do not. Else by step time, for ranks that do not step in lock-step.
+    collective for it) do not; where every rank waits on data, none is singled out. Else by
+    step time, for ranks that do not step in lock-step.
     """
     waits = [r for r in ranks if r.wait_pct is not None]
     if len(waits) >= 2:
@@ -307,7 +308,12 @@ def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
         others = [r for r in waits if r is not worst]
         base = statistics.median(r.wait_pct or 0.0 for r in others)
         wait = worst.wait_pct or 0.0
-        if wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct:
+        # The others must not be input-bound themselves: ranks that all wait on their data
+        # split a synchronised step's slack between data wait and the collective at random,
+        # so equal ranks read 60 % and 40 % as often as not; that is input-bound everywhere,
+        # not one rank holding the rest back.
+        if (wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct
+                and base < th.data_wait_starving_pct):
             names = ", ".join(r.name for r in others)
             return Straggler(worst, basis="data-wait", lines=[
                 f"{worst.name} (PID {worst.pid}"

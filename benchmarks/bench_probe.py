@@ -55,7 +55,7 @@ def main() -> None:
     def bare_next(self: object) -> torch.Tensor:
         return batch
 
-    wrapped = core._wrap_next(bare_next)
+    wrapped = core.wrap_next(bare_next)
 
     def timed(fn) -> float:  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()

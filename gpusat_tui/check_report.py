@@ -133,6 +133,8 @@ class CheckProbe(_Out):
     steps: int = 0
     #: Addition: whole-run figures from cumulative counters (null before two publications).
     run: CheckProbeRun | None = None
+    #: Addition: whose hooks measured ("torch", "paddle"...); null from an older probe.
+    framework: str | None = None
 
 
 class CheckProcess(_Out):
@@ -247,7 +249,7 @@ class _ProbeAcc:
             **{n: Stats(**self.stats[n].as_dict()) for n in _PROBE_FIGURES},
             rank=p.rank, world_size=p.world_size, alloc=alloc, local_rank=p.local_rank,
             card_id=p.card_id, tie=p.tie, batches=p.batches, steps=p.steps,
-            run=self.run(),
+            run=self.run(), framework=p.framework,
         )
 
     def run(self) -> CheckProbeRun | None:

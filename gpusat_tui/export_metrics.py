@@ -124,6 +124,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_probe_step_seconds", "gauge", _PROBE, "Duration of one step (probe)"),
     MetricDef("gpusat_probe_samples_per_second", "gauge", _PROBE,
               "Training samples per second (probe)"),
+    MetricDef("gpusat_probe_info", "gauge", (*_PROBE, "framework"),
+              "1 per probed trainer, labelled with the framework whose hooks measured"),
     MetricDef("gpusat_host_cpu_ratio", "gauge", ("host",),
               "Whole-machine CPU busy share, 0..1"),
     MetricDef("gpusat_host_iowait_ratio", "gauge", ("host",),
@@ -345,6 +347,9 @@ class ExportCollector(Collector):
             card = _probe_card(probe)
             rank = getattr(probe, "rank", None)
             labels = [host, str(probe.pid), "" if rank is None else str(rank), card]
+            framework = getattr(probe, "framework", None)
+            if isinstance(framework, str) and framework:
+                put("gpusat_probe_info", [*labels, framework], 1.0)
             put("gpusat_probe_data_wait_ratio", labels,
                 _share(getattr(probe, "data_wait_pct", None)))
             exact = getattr(probe, "data_wait_s", None)

@@ -286,6 +286,8 @@ class ProbeSample(_Model):
     batch_size: int | None = None
     #: Addition: the DataLoader's worker processes, as its iterator told the probe.
     num_workers: int | None = None
+    #: Addition: whose hooks measured in the trainer ("torch", "paddle"...); None if unknown.
+    framework: str | None = None
 
     @field_validator(
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "data_wait_s",

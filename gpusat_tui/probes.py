@@ -220,6 +220,7 @@ def sample_of(
         last_step_s=_num(doc.get("last_step_s")),
         batch_size=_positive(doc.get("batch_size")),
         num_workers=_int(doc.get("num_workers")),
+        framework=_clean(doc["framework"], 16) if isinstance(doc.get("framework"), str) else None,
     )
 
 

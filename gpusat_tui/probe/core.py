@@ -33,7 +33,8 @@ _TARGET_OPTIM = "torch.optim.optimizer"
 # --- the hot path ------------------------------------------------------------------------------
 
 
-def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def wrap_next(orig: Callable[[Any], Any], framework: str = "torch") -> Callable[[Any], Any]:
+    """``orig`` (an iterator class's ``__next__``) timed: the time inside it is data wait."""
     st = _STATE
     clock = _clock
 
@@ -53,7 +54,7 @@ def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
         st.last_batch = t1  # before the count: a reader that sees the count sees its time
         n = st.batches = st.batches + 1
         if n >= st.next_slow:
-            _batch_slow(self, data, n)
+            _batch_slow(self, data, n, framework)
         return data
 
     __next__._gpusat_probe = True  # type: ignore[attr-defined]
@@ -64,22 +65,28 @@ def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    count_step(optimizer, "torch")
+
+
+def count_step(optimizer: Any, framework: str) -> None:
+    """One optimizer step ended (any framework's hook calls this)."""
     st = _STATE
     if not st.on:
         return
-    st.last_step = _clock()  # before the count, as in `_wrap_next`
+    st.last_step = _clock()  # before the count, as in `wrap_next`
     n = st.steps = st.steps + 1
     if n >= st.next_step_slow:
-        _step_slow(optimizer, n)
+        _step_slow(optimizer, n, framework)
 
 
 # --- the slow path (one batch or step in SLOW_EVERY) --------------------------------------------
 
 
-def _batch_slow(loader_iter: Any, data: Any, n: int) -> None:
+def _batch_slow(loader_iter: Any, data: Any, n: int, framework: str) -> None:
     st = _STATE
     try:
         st.next_slow = n + SLOW_EVERY
+        st.framework = framework
         workers = getattr(loader_iter, "_num_workers", None)
         if isinstance(workers, int) and not isinstance(workers, bool):
             st.num_workers = workers
@@ -93,10 +100,12 @@ def _batch_slow(loader_iter: Any, data: Any, n: int) -> None:
         _fail("reading a batch", exc)
 
 
-def _step_slow(optimizer: Any, n: int) -> None:
+def _step_slow(optimizer: Any, n: int, framework: str) -> None:
     st = _STATE
     try:
         st.next_step_slow = n + SLOW_EVERY
+        if st.framework is None:
+            st.framework = framework
         for group in getattr(optimizer, "param_groups", ())[:1]:
             for param in list(group.get("params", ()))[:1]:
                 device = param.device
@@ -162,7 +171,7 @@ def _patch_loader(module: ModuleType) -> None:
         return
     if getattr(current, "_gpusat_probe", False):
         return
-    cls.__next__ = _wrap_next(current)
+    cls.__next__ = wrap_next(current)
 
 
 def _patch_optim(module: ModuleType) -> None:
@@ -173,9 +182,24 @@ def _patch_optim(module: ModuleType) -> None:
     module._gpusat_probe_hooked = True  # type: ignore[attr-defined]
 
 
+def _patch_paddle_loader(module: ModuleType) -> None:
+    from .paddle_hooks import patch_loader
+
+    patch_loader(module)
+
+
+def _patch_paddle_optim(module: ModuleType) -> None:
+    from .paddle_hooks import patch_optimizers
+
+    patch_optimizers(module)
+
+
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
     _TARGET_LOADER: _patch_loader,
     _TARGET_OPTIM: _patch_optim,
+    # PaddlePaddle 3.x (`paddle_hooks`): imported only if the job imports paddle.
+    "paddle.io.dataloader.dataloader_iter": _patch_paddle_loader,
+    "paddle.optimizer": _patch_paddle_optim,
 }
 
 

@@ -64,6 +64,7 @@ LAYOUT_1_KEYS = (
     "num_workers",     # int|null: worker processes of the DataLoader being iterated, as its
                        #  iterator says (so "set num_workers > 0" is never said to a job
                        #  that runs workers the monitor could not see)
+    "framework",       # str|null: whose hooks measured: "torch", "paddle"
 )
 
 ALLOC_KEYS = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms")

@@ -129,7 +129,7 @@ def snapshot() -> dict[str, Any]:
     """This process's figures now, as a layout-1 document (what `_publish` writes)."""
     st = _STATE
     now = _clock()
-    # Read `wait` before `entered`: see `_wrap_next`.
+    # Read `wait` before `entered`: see `core.wrap_next`.
     wait = st.wait
     entered = st.entered
     if entered:
@@ -177,6 +177,7 @@ def snapshot() -> dict[str, Any]:
         "last_batch_s": max(0.0, last_batch - st.t0) if batches else None,
         "last_step_s": max(0.0, last_step - st.t0) if steps else None,
         "num_workers": st.num_workers,
+        "framework": st.framework,
     }
 
 

@@ -39,6 +39,7 @@ class _State:
         "device_type",
         "dir",
         "entered",
+        "framework",
         "last_batch",
         "last_step",
         "next_slow",
@@ -73,6 +74,8 @@ class _State:
         self.next_slow = 1
         self.next_step_slow = 1
         self.batch_size: int | None = None
+        #: The framework whose hook saw the batches or steps ("torch", "paddle"...).
+        self.framework: str | None = None
         #: The DataLoader's worker processes as its iterator says (``_num_workers``).
         self.num_workers: int | None = None
         self.device_type: str | None = None

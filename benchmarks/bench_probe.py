@@ -44,7 +44,7 @@ def main() -> None:
     import torch
     from torch.utils.data import DataLoader
 
-    from gpusat_tui.probe import core, enable, publish
+    from gpusat_tui.probe import core, enable, publish, timing
 
     torch.set_num_threads(1)
     assert enable()
@@ -55,7 +55,7 @@ def main() -> None:
     def bare_next(self: object) -> torch.Tensor:
         return batch
 
-    wrapped = core._wrap_next(bare_next)
+    wrapped = timing.wrap_next(bare_next)
 
     def timed(fn) -> float:  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()

@@ -278,10 +278,20 @@ class ProbeSample(_Model):
     age_s: float | None = None
     #: Device family the probe saw initialised in the trainer: "cuda", "npu", "mlu", "musa".
     device_type: str | None = None
+    #: Additions: ``elapsed_s`` when the newest batch was returned and the newest optimizer
+    #: step ended, and the batch size the probe read, so that step time and samples/s over
+    #: a window come from cumulative figures (`analysis.probe_rates`).
+    last_batch_s: float | None = None
+    last_step_s: float | None = None
+    batch_size: int | None = None
+    #: Addition: the DataLoader's worker processes, as its iterator told the probe.
+    num_workers: int | None = None
+    #: Addition: whose hooks measured in the trainer ("torch", "paddle"...); None if unknown.
+    framework: str | None = None
 
     @field_validator(
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "data_wait_s",
-        "elapsed_s", "age_s",
+        "elapsed_s", "age_s", "last_batch_s", "last_step_s",
         mode="before",
     )
     @classmethod

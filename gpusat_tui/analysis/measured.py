@@ -6,11 +6,11 @@ utilisation, power, worker CPU). This module turns the `ProbeSample`s of a windo
 `Measured` per card (data-wait share of the window, step time, throughput, allocator figures)
 and `Rank` per trainer (for the straggler), plus the sentences that quote them. Pure.
 
-The data-wait share of a window is exact where two publications of one process are in it:
-delta ``data_wait_s`` over delta ``elapsed_s`` (both cumulative); else the median of the
-per-interval ``data_wait_pct``. A process that never got a batch from a DataLoader gives no
-data-wait figure (its loop reads data some other way), and publications older than
-``probe_max_age_s`` are not evidence.
+The data-wait share, step time and samples/s of a window come from the cumulative counters of
+its first and last publication (`probe_rates`): exact where two publications of one process
+are in it, whatever the publishing interval; else the publication's own figures. A process
+that never got a batch from a DataLoader gives no data-wait figure (its loop reads data some
+other way), and publications older than ``probe_max_age_s`` are not evidence.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.window import num
 from gpusat_tui.model import Frame, ProbeAlloc
 
@@ -55,15 +56,20 @@ class ProbeFacts:
     rank: int | None
     card_id: str | None
     tie: str | None
-    wait_s: float | None
+    data_wait_s: float | None
     elapsed_s: float | None
-    wait_pct: float | None
+    data_wait_pct: float | None
     step_ms: float | None
     samples_per_s: float | None
     batches_per_s: float | None
     batches: int
     age_s: float | None
     alloc: ProbeAlloc | None
+    steps: int = 0
+    last_batch_s: float | None = None
+    last_step_s: float | None = None
+    batch_size: int | None = None
+    num_workers: int | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -78,21 +84,30 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
         card = getattr(p, "card_id", None)
         rank = getattr(p, "rank", None)
         batches = getattr(p, "batches", 0)
+        steps = getattr(p, "steps", 0)
+        size = getattr(p, "batch_size", None)
+        workers = getattr(p, "num_workers", None)
         alloc = getattr(p, "alloc", None)
         out.append(ProbeFacts(
             pid=pid,
             rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
             card_id=card if isinstance(card, str) else None,
             tie=getattr(p, "tie", None) if isinstance(getattr(p, "tie", None), str) else None,
-            wait_s=num(getattr(p, "data_wait_s", None)),
+            data_wait_s=num(getattr(p, "data_wait_s", None)),
             elapsed_s=num(getattr(p, "elapsed_s", None)),
-            wait_pct=num(getattr(p, "data_wait_pct", None)),
+            data_wait_pct=num(getattr(p, "data_wait_pct", None)),
             step_ms=num(getattr(p, "step_ms", None)),
             samples_per_s=num(getattr(p, "samples_per_s", None)),
             batches_per_s=num(getattr(p, "batches_per_s", None)),
             batches=batches if isinstance(batches, int) else 0,
             age_s=num(getattr(p, "age_s", None)),
             alloc=alloc if isinstance(alloc, ProbeAlloc) else None,
+            steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else 0,
+            last_batch_s=num(getattr(p, "last_batch_s", None)),
+            last_step_s=num(getattr(p, "last_step_s", None)),
+            batch_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+            num_workers=(workers if isinstance(workers, int) and not isinstance(workers, bool)
+                         else None),
         ))
     return tuple(out)
 
@@ -114,6 +129,8 @@ class Rank:
     publications: int
     first_alloc: ProbeAlloc | None
     last_alloc: ProbeAlloc | None
+    #: The DataLoader's worker processes as the probe read them; None if unknown.
+    num_workers: int | None = None
 
     @property
     def who(self) -> str:
@@ -122,10 +139,6 @@ class Rank:
     @property
     def name(self) -> str:
         return f"rank {self.rank}" if self.rank is not None else f"PID {self.pid}"
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
 
 
 class WithProbes(Protocol):
@@ -152,33 +165,23 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             seen.setdefault(p.elapsed_s, p)
         distinct = list(seen.values())
         last = pubs[-1]
-        wait: float | None = None
-        if last.batches > 0:
-            timed = [p for p in distinct if p.elapsed_s is not None and p.wait_s is not None]
-            timed.sort(key=lambda p: p.elapsed_s or 0.0)
-            span = (timed[-1].elapsed_s or 0.0) - (timed[0].elapsed_s or 0.0) if timed else 0.0
-            if len(timed) >= 2 and span > 0:
-                wait = 100.0 * ((timed[-1].wait_s or 0.0) - (timed[0].wait_s or 0.0)) / span
-                wait = min(100.0, max(0.0, wait))
-            else:
-                wait = _median([p.wait_pct for p in distinct if p.wait_pct is not None])
-        elapsed = [p.elapsed_s for p in distinct if p.elapsed_s is not None]
+        figures = span_rates(distinct)
         allocs = [p.alloc for p in pubs if p.alloc is not None]
         ranks.append(Rank(
             pid=pid,
             rank=last.rank,
             card_id=last.card_id,
             tie=last.tie,
-            wait_pct=wait,
-            step_ms=_median([p.step_ms for p in distinct if p.step_ms is not None]),
-            samples_per_s=_median([p.samples_per_s for p in distinct
-                                   if p.samples_per_s is not None]),
-            batches_per_s=_median([p.batches_per_s for p in distinct
-                                   if p.batches_per_s is not None]),
-            span_s=max(elapsed) - min(elapsed) if elapsed else 0.0,
+            # A process that never got a batch waits on nothing we time: no figure.
+            wait_pct=figures.wait_pct if last.batches > 0 else None,
+            step_ms=figures.step_ms,
+            samples_per_s=figures.samples_per_s,
+            batches_per_s=figures.batches_per_s,
+            span_s=figures.span_s,
             publications=len(distinct),
             first_alloc=allocs[0] if allocs else None,
             last_alloc=allocs[-1] if allocs else None,
+            num_workers=last.num_workers,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks
@@ -304,7 +307,8 @@ def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
     """The rank out of line with the others, and the lines that say so; None if none is.
 
     First by data wait: one rank waits on its DataLoader while the others (waiting in the
-    collective for it) do not. Else by step time, for ranks that do not step in lock-step.
+    collective for it) do not; where every rank waits on data, none is singled out. Else by
+    step time, for ranks that do not step in lock-step.
     """
     waits = [r for r in ranks if r.wait_pct is not None]
     if len(waits) >= 2:
@@ -312,7 +316,12 @@ def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
         others = [r for r in waits if r is not worst]
         base = statistics.median(r.wait_pct or 0.0 for r in others)
         wait = worst.wait_pct or 0.0
-        if wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct:
+        # The others must not be input-bound themselves: ranks that all wait on their data
+        # split a synchronised step's slack between data wait and the collective at random,
+        # so equal ranks read 60 % and 40 % as often as not; that is input-bound everywhere,
+        # not one rank holding the rest back.
+        if (wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct
+                and base < th.data_wait_starving_pct):
             names = ", ".join(r.name for r in others)
             return Straggler(worst, basis="data-wait", lines=[
                 f"{worst.name} (PID {worst.pid}"

@@ -54,7 +54,7 @@ def measured_verdict(
     wait = meas.wait_pct
     if wait is None or wait < th.data_wait_starving_pct:
         return None
-    cause, cwhy, cadvice = waiting_cause(evidence(), th, f.label)
+    cause, cwhy, cadvice = waiting_cause(evidence(), th, f.label, meas.main.num_workers)
     why = [meas.wait_line(th), f.util_line(th), f.power_line()]
     if f.util.median >= th.busy_util_pct:
         why.append(f"{f.label} reads busy, but the measured wait says the card idles between "
@@ -63,13 +63,20 @@ def measured_verdict(
 
 
 def waiting_cause(
-    ev: HostEvidence, th: Thresholds, label: str
+    ev: HostEvidence, th: Thresholds, label: str, said_workers: int | None = None
 ) -> tuple[str, list[str], list[str]]:
     """(cause, why, advice) of a loop measured waiting on its data: ``io-bound`` where the host
-    shows disk waits, else ``input-bound`` (the wait itself is the evidence)."""
+    shows disk waits, else ``input-bound`` (the wait itself is the evidence). ``said_workers``:
+    the DataLoader's ``num_workers`` as the probe read it (None: not said)."""
     cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=label)
     if cause in ("input-bound", "io-bound"):
         return cause, cwhy, cadvice
+    if ev.n_workers == 0 and said_workers:
+        return "input-bound", [
+            f"the DataLoader runs {said_workers} worker{'s' if said_workers > 1 else ''} "
+            "(measured in the trainer) that the process monitor cannot see (another PID "
+            "namespace, or not readable): the batches arrive too slowly all the same"
+        ], list(_INPUT_ADVICE)
     if ev.n_workers == 0:
         return "input-bound", [
             "no DataLoader workers seen: with num_workers=0 the loading runs in the training "

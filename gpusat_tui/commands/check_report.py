@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
 from gpusat_tui.model import (
@@ -103,6 +104,17 @@ class CheckAlloc(_Out):
     ooms: int | None = None
 
 
+class CheckProbeRun(_Out):
+    """Addition: the run's figures from the probe's cumulative counters, first to last
+    publication seen (`analysis.probe_rates`, as the verdict's ``why`` takes them)."""
+
+    span_s: float = 0.0
+    data_wait_pct: float | None = None
+    step_ms: float | None = None
+    batches_per_s: float | None = None
+    samples_per_s: float | None = None
+
+
 class CheckProbe(_Out):
     """Figures measured inside one trainer by its probe (``gpusat-tui run``)."""
 
@@ -119,6 +131,10 @@ class CheckProbe(_Out):
     tie: str | None = None
     batches: int = 0
     steps: int = 0
+    #: Addition: whole-run figures from cumulative counters (null before two publications).
+    run: CheckProbeRun | None = None
+    #: Addition: whose hooks measured ("torch", "paddle"...); null from an older probe.
+    framework: str | None = None
 
 
 class CheckProcess(_Out):
@@ -207,11 +223,14 @@ class _ProbeAcc:
         default_factory=lambda: {f: RunningStats() for f in _PROBE_FIGURES + _ALLOC_FIGURES}
     )
     last: ProbeSample | None = None
+    first: ProbeSample | None = None
     #: ``elapsed_s`` of the last publication folded in: a file read twice counts once.
     seen: float | None = None
 
     def add(self, probe: ProbeSample) -> None:
         self.last = probe
+        if self.first is None or (self.first.elapsed_s is None and probe.elapsed_s is not None):
+            self.first = probe
         if probe.elapsed_s is not None and probe.elapsed_s == self.seen:
             return
         self.seen = probe.elapsed_s
@@ -235,20 +254,39 @@ class _ProbeAcc:
             **{n: Stats(**self.stats[n].as_dict()) for n in _PROBE_FIGURES},
             rank=p.rank, world_size=p.world_size, alloc=alloc, local_rank=p.local_rank,
             card_id=p.card_id, tie=p.tie, batches=p.batches, steps=p.steps,
+            run=self.run(), framework=p.framework,
+        )
+
+    def run(self) -> CheckProbeRun | None:
+        first, last = self.first, self.last
+        if first is None or last is None or first is last:
+            return None
+        rates = span_rates([first, last])
+        if rates.span_s <= 0:
+            return None
+        return CheckProbeRun(
+            span_s=round(rates.span_s, 3), data_wait_pct=rates.wait_pct, step_ms=rates.step_ms,
+            batches_per_s=rates.batches_per_s, samples_per_s=rates.samples_per_s,
         )
 
 
 def probe_line(probe: CheckProbe) -> str:
-    """``data wait 43 % · step 182 ms · 1,240 samples/s`` (means over the run)."""
+    """``data wait 43 % · step 182 ms · 1,240 samples/s`` over the run: from the cumulative
+    counters where two publications were seen, else the means of the publications'."""
+    run = probe.run
+    wait = run.data_wait_pct if run is not None else probe.data_wait_pct.mean
+    step = run.step_ms if run is not None else probe.step_ms.mean
+    samples = run.samples_per_s if run is not None else probe.samples_per_s.mean
+    batches = run.batches_per_s if run is not None else probe.batches_per_s.mean
     parts = []
-    if probe.data_wait_pct.mean is not None:
-        parts.append(f"data wait {probe.data_wait_pct.mean:.0f} %")
-    if probe.step_ms.mean is not None:
-        parts.append(f"step {probe.step_ms.mean:,.0f} ms")
-    if probe.samples_per_s.mean is not None:
-        parts.append(f"{probe.samples_per_s.mean:,.0f} samples/s")
-    elif probe.batches_per_s.mean is not None:
-        parts.append(f"{probe.batches_per_s.mean:,.1f} batches/s")
+    if wait is not None:
+        parts.append(f"data wait {wait:.0f} %")
+    if step is not None:
+        parts.append(f"step {step:,.0f} ms")
+    if samples is not None:
+        parts.append(f"{samples:,.0f} samples/s")
+    elif batches is not None:
+        parts.append(f"{batches:,.1f} batches/s")
     alloc = probe.alloc
     if alloc is not None and alloc.reserved_bytes.last is not None:
         used = alloc.allocated_bytes.last

@@ -113,7 +113,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_trainer_cpu_seconds_total", "counter", _TRAINER,
               "CPU time of a training process, integrated over the polls"),
     MetricDef("gpusat_trainer_workers", "gauge", _TRAINER,
-              "DataLoader workers (pt_data_worker) of a training process"),
+              "Data-loading workers of a training process (pt_data_worker, or its "
+              "multiprocessing children)"),
     MetricDef("gpusat_trainer_workers_cpu_ratio", "gauge", _TRAINER,
               "CPU of all DataLoader workers of a training process together, in cores"),
     MetricDef("gpusat_trainer_worker_cpu_max_ratio", "gauge", _TRAINER,
@@ -133,6 +134,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_probe_age_seconds", "gauge", _PROBE,
               "Age of the probe's last publication (it publishes about every second while "
               "the trainer runs; growing: the trainer is frozen or its probe stopped)"),
+    MetricDef("gpusat_probe_info", "gauge", (*_PROBE, "framework"),
+              "1 per probed trainer, labelled with the framework whose hooks measured"),
     MetricDef("gpusat_host_cpu_ratio", "gauge", ("host",),
               "Whole-machine CPU busy share, 0..1"),
     MetricDef("gpusat_host_iowait_ratio", "gauge", ("host",),
@@ -360,6 +363,9 @@ class ExportCollector(Collector):
             card = _probe_card(probe)
             rank = getattr(probe, "rank", None)
             labels = [host, str(probe.pid), "" if rank is None else str(rank), card]
+            framework = getattr(probe, "framework", None)
+            if isinstance(framework, str) and framework:
+                put("gpusat_probe_info", [*labels, framework], 1.0)
             put("gpusat_probe_data_wait_ratio", labels,
                 _share(getattr(probe, "data_wait_pct", None)))
             exact = getattr(probe, "data_wait_s", None)

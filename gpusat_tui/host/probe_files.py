@@ -216,7 +216,17 @@ def sample_of(
         alloc=_alloc(doc.get("alloc")),
         age_s=max(0.0, now - t) if t is not None else None,
         device_type=_clean(device_type, 16) if isinstance(device_type, str) else None,
+        last_batch_s=_num(doc.get("last_batch_s")),
+        last_step_s=_num(doc.get("last_step_s")),
+        batch_size=_positive(doc.get("batch_size")),
+        num_workers=_int(doc.get("num_workers")),
+        framework=_clean(doc["framework"], 16) if isinstance(doc.get("framework"), str) else None,
     )
+
+
+def _positive(value: Any) -> int | None:
+    number = _int(value)
+    return number if number is not None and number > 0 else None
 
 
 def _pid_state(pid: int, start_ticks: int | None) -> str:

@@ -13,8 +13,11 @@ Who is a trainer, in order:
    neither a worker nor a ``multiprocessing`` forkserver.
 
 Workers are the descendants (recursively: under ``forkserver`` they are grandchildren) whose
-process name is ``pt_data_worker``; PyTorch names them so, and its pin-memory thread
-``pt_data_pin``. A worker belongs to its nearest trainer ancestor, so DDP (one trainer per card,
+process name is ``pt_data_worker`` (PyTorch names them so, and its pin-memory thread
+``pt_data_pin``) and, under a trainer known by the steps above, the children
+``multiprocessing`` made for it whatever their name (forks, spawn and forkserver children:
+`host.worker_kinds`), which is how torchdata's, Paddle's, MindSpore's and Grain's workers are
+found. A worker belongs to its nearest trainer ancestor, so DDP (one trainer per card,
 each with its workers) and launchers (torchrun above the ranks) both come out right.
 
 Cost (figures from benchmarks/bench_processes.py on the 2-core reference machine): a tick
@@ -57,6 +60,7 @@ from gpusat_tui.host.proc_readers import (
     hidepid_from_mounts,
 )
 from gpusat_tui.host.procfs import PROC_ROOT, ProcfsReader
+from gpusat_tui.host.worker_kinds import child_kind
 from gpusat_tui.model import CardProcess, HostSample, ProcessRole, ProcessSample, ToolError
 
 __all__ = [
@@ -155,6 +159,8 @@ class ProcessMonitor:
         #: First identity seen for each explicit --pid: a later process on that PID is not it.
         self._explicit_start: dict[int, float] = {}
         self._forkservers: dict[tuple[int, float], bool] = {}
+        self._cmdlines: dict[tuple[int, float], str] = {}
+        self._cmdline_once: dict[tuple[int, float], str] = {}
         #: Trainers found by auto-discovery, with their start time: see `_rescan`.
         self._auto_found: dict[int, float] = {}
         self._said: set[str] = set()
@@ -375,6 +381,9 @@ class ProcessMonitor:
             for pid in trainers:
                 self._auto_found.setdefault(pid, table[pid].start)
             trainers = {pid: list(cards_by_pid.get(pid, [])) for pid in sorted(trainers)}
+            # Beside its pt_data_workers, a trainer's unnamed multiprocessing workers.
+            for pid, trainer in self._workers_of(table, trainers).items():
+                workers.setdefault(pid, trainer)
         else:
             workers = {}
         # A tool-listed "trainer" that is itself somebody's worker is a worker.
@@ -464,9 +473,13 @@ class ProcessMonitor:
     def _workers_of(
         self, table: dict[int, ProcStat], trainers: dict[int, list[str]]
     ) -> dict[int, int]:
-        """Worker PID -> its nearest trainer ancestor."""
+        """Worker PID -> its nearest trainer ancestor: the ``pt_data_worker``s anywhere below
+        it, and the children ``multiprocessing`` made for it whatever their name
+        (`worker_kinds.child_kind`: torchdata's, Paddle's, MindSpore's, Grain's workers)."""
         workers: dict[int, int] = {}
+        children: dict[int, list[int]] = {}
         for pid, st in table.items():
+            children.setdefault(st.ppid, []).append(pid)
             if st.name != WORKER_NAME:
                 continue
             parent = st.ppid
@@ -478,7 +491,41 @@ class ProcessMonitor:
                 if above is None or parent <= 1:
                     break
                 parent = above.ppid
+        for trainer in trainers:
+            if trainer not in table:
+                continue
+            trainer_cmd = self._cmdline(trainer, table[trainer])
+            below = [(pid, True) for pid in children.get(trainer, ())]
+            while below:
+                pid, direct = below.pop()
+                if pid in trainers or pid in workers:
+                    continue
+                st = table[pid]
+                kind = child_kind(st.name, self._cmdline(pid, st), trainer_cmd, direct)
+                if kind == "worker":
+                    workers[pid] = trainer
+                elif kind == "forkserver" and direct:
+                    below.extend((child, False) for child in children.get(pid, ()))
         return workers
+
+    def _cmdline(self, pid: int, st: ProcStat) -> str:
+        """A process's command line, read once per process (PID and start time)."""
+        key = (pid, st.start)
+        known = self._cmdlines.get(key)
+        if known is not None:
+            return known
+        text = self._reader.cmdline(pid)
+        # Kept from the second read on: a child caught between fork and exec still shows its
+        # parent's command line (or none), and would pass for a fork of the trainer forever.
+        if self._cmdline_once.pop(key, None) == text and text:
+            if len(self._cmdlines) > 4096:
+                self._cmdlines.clear()
+            self._cmdlines[key] = text
+        else:
+            if len(self._cmdline_once) > 4096:
+                self._cmdline_once.clear()
+            self._cmdline_once[key] = text
+        return text
 
     def _auto(self, table: dict[int, ProcStat]) -> tuple[dict[int, list[str]], dict[int, int]]:
         """No trainer given or listed: the nearest real ancestor of every worker."""

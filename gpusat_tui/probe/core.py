@@ -20,8 +20,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .publish import _initialised_backends, _start, _torch, snapshot
-from .state import _STATE, ENV_ENABLE, SLOW_EVERY, _clock, _fail, _say, disable
+from .publish import _torch, snapshot
+from .state import _STATE, ENV_ENABLE, _fail, _say, disable
+from .timing import _on_step, wrap_next
 
 __all__ = ["ENV_ENABLE", "disable", "install", "is_enabled", "snapshot"]
 
@@ -31,107 +32,6 @@ _TARGET_OPTIM = "torch.optim.optimizer"
 
 
 # --- the hot path ------------------------------------------------------------------------------
-
-
-def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    st = _STATE
-    clock = _clock
-
-    def __next__(self: Any) -> Any:
-        if not st.on:
-            return orig(self)
-        t0 = clock()
-        st.entered = t0
-        try:
-            data = orig(self)
-        finally:
-            t1 = clock()
-            # Clear `entered` before adding: a publisher reading in between undercounts this
-            # wait for one publication instead of counting it twice.
-            st.entered = 0.0
-            st.wait += t1 - t0
-        n = st.batches = st.batches + 1
-        if n >= st.next_slow:
-            _batch_slow(data, n)
-        return data
-
-    __next__._gpusat_probe = True  # type: ignore[attr-defined]
-    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
-    __next__.__qualname__ = getattr(orig, "__qualname__", "__next__")
-    __next__.__doc__ = getattr(orig, "__doc__", None)
-    return __next__
-
-
-def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    st = _STATE
-    if not st.on:
-        return
-    n = st.steps = st.steps + 1
-    if n >= st.next_step_slow:
-        _step_slow(optimizer, n)
-
-
-# --- the slow path (one batch or step in SLOW_EVERY) --------------------------------------------
-
-
-def _batch_slow(data: Any, n: int) -> None:
-    st = _STATE
-    try:
-        st.next_slow = n + SLOW_EVERY
-        size = _batch_size(data)
-        if size is not None:
-            st.batch_size = size
-        if st.device_type is None or st.steps == 0:
-            _device_from_backends()
-        _start()
-    except Exception as exc:
-        _fail("reading a batch", exc)
-
-
-def _step_slow(optimizer: Any, n: int) -> None:
-    st = _STATE
-    try:
-        st.next_step_slow = n + SLOW_EVERY
-        for group in getattr(optimizer, "param_groups", ())[:1]:
-            for param in list(group.get("params", ()))[:1]:
-                device = param.device
-                if device.type != "cpu":
-                    st.device_type = str(device.type)
-                    st.device_index = device.index
-        _start()
-    except Exception as exc:
-        _fail("reading an optimizer step", exc)
-
-
-def _batch_size(data: Any, depth: int = 0) -> int | None:
-    """First dimension of the first tensor in a batch (a tensor, a sequence or a mapping)."""
-    if depth > 3:
-        return None
-    shape = getattr(data, "shape", None)
-    if shape is not None and not isinstance(data, (str, bytes)):
-        return int(shape[0]) if len(shape) else None
-    if isinstance(data, dict):
-        for value in list(data.values())[:8]:
-            size = _batch_size(value, depth + 1)
-            if size is not None:
-                return size
-    elif isinstance(data, (list, tuple)):
-        for value in data[:8]:
-            size = _batch_size(value, depth + 1)
-            if size is not None:
-                return size
-    return None
-
-
-def _device_from_backends() -> None:
-    """From the training thread (the current device is per thread in CUDA and its twins)."""
-    st = _STATE
-    for name, mod in _initialised_backends():
-        current = getattr(mod, "current_device", None)
-        if current is not None:
-            st.device_type = name
-            st.device_index = int(current())
-            return
 
 
 def _after_fork_in_child() -> None:
@@ -157,7 +57,7 @@ def _patch_loader(module: ModuleType) -> None:
         return
     if getattr(current, "_gpusat_probe", False):
         return
-    cls.__next__ = _wrap_next(current)
+    cls.__next__ = wrap_next(current)
 
 
 def _patch_optim(module: ModuleType) -> None:
@@ -168,9 +68,24 @@ def _patch_optim(module: ModuleType) -> None:
     module._gpusat_probe_hooked = True  # type: ignore[attr-defined]
 
 
+def _patch_paddle_loader(module: ModuleType) -> None:
+    from .paddle_hooks import patch_loader
+
+    patch_loader(module)
+
+
+def _patch_paddle_optim(module: ModuleType) -> None:
+    from .paddle_hooks import patch_optimizers
+
+    patch_optimizers(module)
+
+
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
     _TARGET_LOADER: _patch_loader,
     _TARGET_OPTIM: _patch_optim,
+    # PaddlePaddle 3.x (`paddle_hooks`): imported only if the job imports paddle.
+    "paddle.io.dataloader.dataloader_iter": _patch_paddle_loader,
+    "paddle.optimizer": _patch_paddle_optim,
 }
 
 

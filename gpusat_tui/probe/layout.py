@@ -40,9 +40,10 @@ LAYOUT_1_KEYS = (
     "steps",           # int: cumulative optimizer steps (torch's global step post hook)
     "data_wait_s",     # float: cumulative seconds blocked in the DataLoader iterator's __next__
     "data_wait_pct",   # float|null: share of the last interval blocked there, percent
-    "step_ms",         # float|null: wall ms per step over the last interval (or per batch)
+    "step_ms",         # float|null: wall ms per step, from the newest step back to the newest
+                       #  step of the last publication that had one (or per batch)
     "step_source",     # "optimizer"|"batch"|null: what step_ms counted
-    "batches_per_s",   # float|null: over the last interval
+    "batches_per_s",   # float|null: likewise, batches over the time between newest batches
     "samples_per_s",   # float|null: batches_per_s x batch_size
     "batch_size",      # int|null: first dimension of the first tensor of a recent batch
     "rank",            # int|null: RANK (or OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID)
@@ -55,6 +56,15 @@ LAYOUT_1_KEYS = (
     "alloc",           # {allocated_bytes, reserved_bytes, inactive_split_bytes, alloc_retries,
                        #  ooms}|null: the device allocator, read at most once a second
     "cmd",             # str: base name of the trainer's argv[0], at most 64 characters
+    # Added (same layout): the times of the newest batch and step, so that a reader takes
+    # step time and rates from cumulative figures over any span (a step longer than the
+    # publishing interval reads its own length).
+    "last_batch_s",    # float|null: elapsed_s when the newest batch was returned
+    "last_step_s",     # float|null: elapsed_s when the newest optimizer step ended
+    "num_workers",     # int|null: worker processes of the DataLoader being iterated, as its
+                       #  iterator says (so "set num_workers > 0" is never said to a job
+                       #  that runs workers the monitor could not see)
+    "framework",       # str|null: whose hooks measured: "torch", "paddle"
 )
 
 ALLOC_KEYS = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms")

@@ -129,24 +129,20 @@ def snapshot() -> dict[str, Any]:
     """This process's figures now, as a layout-1 document (what `_publish` writes)."""
     st = _STATE
     now = _clock()
-    # Read `wait` before `entered`: see `_wrap_next`.
+    # Read `wait` before `entered`: see `timing.wrap_next`.
     wait = st.wait
     entered = st.entered
     if entered:
         wait += max(0.0, now - entered)
     batches, steps = st.batches, st.steps
+    last_batch, last_step = st.last_batch, st.last_step
     prev = st.prev or (st.t0, 0, 0, 0.0)
     span = now - prev[0]
-    d_batches, d_steps, d_wait = batches - prev[1], steps - prev[2], wait - prev[3]
+    d_wait = wait - prev[3]
     st.prev = (now, batches, steps, wait)
-    rate = d_batches / span if span > 0 else None
     wait_pct = min(100.0, max(0.0, 100.0 * d_wait / span)) if span > 0 else None
-    if d_steps > 0:
-        step_ms, step_source = 1000.0 * span / d_steps, "optimizer"
-    elif d_batches > 0 and steps == 0:
-        step_ms, step_source = 1000.0 * span / d_batches, "batch"
-    else:
-        step_ms, step_source = None, None
+    _update_rates(batches, steps, last_batch, last_step)
+    rate = st.rate
     if now - st.alloc_t >= ALLOC_EVERY_S:
         st.alloc_t = now
         st.alloc = _read_alloc()
@@ -164,8 +160,8 @@ def snapshot() -> dict[str, Any]:
         "steps": steps,
         "data_wait_s": wait,
         "data_wait_pct": wait_pct,
-        "step_ms": step_ms,
-        "step_source": step_source,
+        "step_ms": st.step_ms,
+        "step_source": st.step_source,
         "batches_per_s": rate,
         "samples_per_s": rate * st.batch_size if rate is not None and st.batch_size else None,
         "batch_size": st.batch_size,
@@ -178,7 +174,30 @@ def snapshot() -> dict[str, Any]:
         "env": {k: os.environ[k][:256] for k in VISIBLE_DEVICE_VARS if k in os.environ},
         "alloc": st.alloc,
         "cmd": os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")[:64],
+        "last_batch_s": max(0.0, last_batch - st.t0) if batches else None,
+        "last_step_s": max(0.0, last_step - st.t0) if steps else None,
+        "num_workers": st.num_workers,
+        "framework": st.framework,
     }
+
+
+def _update_rates(batches: int, steps: int, last_batch: float, last_step: float) -> None:
+    """Step time and batch rate from the cumulative counters and the time of the newest step
+    (batch): over the span since the previous publication that had one, so a 7 s step reads
+    7 s whatever the publishing interval, and an interval without one keeps the last figure.
+    """
+    st = _STATE
+    prev_batch = st.prev_batch or (st.t0, 0)
+    if batches > prev_batch[1] and last_batch > prev_batch[0]:
+        st.rate = (batches - prev_batch[1]) / (last_batch - prev_batch[0])
+        st.prev_batch = (last_batch, batches)
+    prev_step = st.prev_step or (st.t0, 0)
+    if steps > prev_step[1] and last_step > prev_step[0]:
+        st.step_ms = 1000.0 * (last_step - prev_step[0]) / (steps - prev_step[1])
+        st.step_source = "optimizer"
+        st.prev_step = (last_step, steps)
+    elif steps == 0 and st.rate:
+        st.step_ms, st.step_source = 1000.0 / st.rate, "batch"
 
 
 def _publish() -> None:

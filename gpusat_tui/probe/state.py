@@ -39,14 +39,23 @@ class _State:
         "device_type",
         "dir",
         "entered",
+        "framework",
+        "last_batch",
+        "last_step",
         "next_slow",
         "next_step_slow",
+        "num_workers",
         "on",
         "path",
         "pid",
         "prev",
+        "prev_batch",
+        "prev_step",
+        "rate",
         "said",
         "started",
+        "step_ms",
+        "step_source",
         "steps",
         "stop",
         "t0",
@@ -65,6 +74,10 @@ class _State:
         self.next_slow = 1
         self.next_step_slow = 1
         self.batch_size: int | None = None
+        #: The framework whose hook saw the batches or steps ("torch", "paddle"...).
+        self.framework: str | None = None
+        #: The DataLoader's worker processes as its iterator says (``_num_workers``).
+        self.num_workers: int | None = None
         self.device_type: str | None = None
         self.device_index: int | None = None
         self.started = False
@@ -77,6 +90,19 @@ class _State:
         #: (perf_counter, batches, steps, wait) at the previous publication.
         self.prev: tuple[float, int, int, float] | None = None
         self.alloc: dict[str, int | None] | None = None
+        #: perf_counter when the last batch was returned and the last optimizer step ended.
+        self.last_batch = 0.0
+        self.last_step = 0.0
+        #: (perf_counter, count) of the last batch / step at the last publication that had
+        #: a new one: step time and rate are taken from there to the newest, so a step longer
+        #: than the publishing interval reads its own length, not the interval's.
+        self.prev_batch: tuple[float, int] | None = None
+        self.prev_step: tuple[float, int] | None = None
+        #: The figures of the last publication that had a new step / batch (kept until the
+        #: next one: between two 7 s steps the step time is still 7 s).
+        self.step_ms: float | None = None
+        self.step_source: str | None = None
+        self.rate: float | None = None
         self.alloc_t = -1e9
 
 

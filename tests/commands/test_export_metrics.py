@@ -251,6 +251,7 @@ PINNED = {
     "gpusat_probe_step_seconds": ("gauge", "host pid rank card"),
     "gpusat_probe_samples_per_second": ("gauge", "host pid rank card"),
     "gpusat_probe_age_seconds": ("gauge", "host pid rank card"),
+    "gpusat_probe_info": ("gauge", "host pid rank card framework"),
     "gpusat_host_cpu_ratio": ("gauge", "host"),
     "gpusat_host_iowait_ratio": ("gauge", "host"),
     "gpusat_tool_errors_total": ("counter", "host tool kind"),

@@ -34,7 +34,8 @@ HAND_WRITTEN: dict[str, Any] = {
     "env": {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     "alloc": {"allocated_bytes": 10 * 2**30, "reserved_bytes": 12 * 2**30,
               "inactive_split_bytes": 2**28, "alloc_retries": 0, "ooms": 0},
-    "cmd": "train.py",
+    "cmd": "train.py", "last_batch_s": 12.4, "last_step_s": 12.3,
+    "num_workers": 4, "framework": "torch",
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.probe import core, publish
+from gpusat_tui.probe import publish, timing
 from gpusat_tui.probe.state import _STATE
 
 GIB = 2**30
@@ -49,14 +49,14 @@ def stand_in(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_an_uninitialised_device_is_never_touched(stand_in: Any) -> None:
     cuda = stand_in(False)
-    core._device_from_backends()
+    timing._device_from_backends()
     assert publish._read_alloc() is None
     assert cuda.calls == [] and _STATE.device_index is None
 
 
 def test_an_initialised_device_gives_its_index_and_allocator(stand_in: Any) -> None:
     cuda = stand_in(True)
-    core._device_from_backends()
+    timing._device_from_backends()
     assert (_STATE.device_type, _STATE.device_index) == ("cuda", 3)
     assert publish._read_alloc() == {
         "allocated_bytes": 2 * GIB, "reserved_bytes": 6 * GIB, "inactive_split_bytes": GIB,

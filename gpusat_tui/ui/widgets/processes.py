@@ -104,7 +104,8 @@ def probe_row(probe: ProbeSample, *, allocator: bool = False, card: bool = True)
     """One rank's figures: ``rank 0 nvidia:0 · wait 34% · 210 ms/step · 512 samples/s``
     (``card``: with the card it drives)."""
     rank = f"rank {probe.rank}" if probe.rank is not None else f"pid {probe.pid}"
-    parts = [rank + (f" {clean(probe.card_id, 24)}" if card and probe.card_id else "")]
+    parts = [rank + (f" {clean(probe.card_id, 24)}" if card and probe.card_id else "")
+             + (f" ({clean(probe.framework, 16)})" if probe.framework else "")]
     if probe.data_wait_pct is not None:
         parts.append(f"wait {probe.data_wait_pct:.0f}%")
     if probe.step_ms is not None:

@@ -1,0 +1,128 @@
+"""The timed hooks every framework's adapter shares: a batch out of a DataLoader iterator
+(`wrap_next`) and an optimizer step (`count_step`). Standard library only, like the whole
+probe; apart from `core` (which installs the import hooks) so that an adapter such as
+`paddle_hooks` can use them without importing the installer back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .publish import _initialised_backends, _start
+from .state import _STATE, SLOW_EVERY, _clock, _fail
+
+
+def wrap_next(orig: Callable[[Any], Any], framework: str = "torch") -> Callable[[Any], Any]:
+    """``orig`` (an iterator class's ``__next__``) timed: the time inside it is data wait."""
+    st = _STATE
+    clock = _clock
+
+    def __next__(self: Any) -> Any:
+        if not st.on:
+            return orig(self)
+        t0 = clock()
+        st.entered = t0
+        try:
+            data = orig(self)
+        finally:
+            t1 = clock()
+            # Clear `entered` before adding: a publisher reading in between undercounts this
+            # wait for one publication instead of counting it twice.
+            st.entered = 0.0
+            st.wait += t1 - t0
+        st.last_batch = t1  # before the count: a reader that sees the count sees its time
+        n = st.batches = st.batches + 1
+        if n >= st.next_slow:
+            _batch_slow(self, data, n, framework)
+        return data
+
+    __next__._gpusat_probe = True  # type: ignore[attr-defined]
+    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
+    __next__.__qualname__ = getattr(orig, "__qualname__", "__next__")
+    __next__.__doc__ = getattr(orig, "__doc__", None)
+    return __next__
+
+
+def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    count_step(optimizer, "torch")
+
+
+def count_step(optimizer: Any, framework: str) -> None:
+    """One optimizer step ended (any framework's hook calls this)."""
+    st = _STATE
+    if not st.on:
+        return
+    st.last_step = _clock()  # before the count, as in `wrap_next`
+    n = st.steps = st.steps + 1
+    if n >= st.next_step_slow:
+        _step_slow(optimizer, n, framework)
+
+
+# --- the slow path (one batch or step in SLOW_EVERY) --------------------------------------------
+
+
+def _batch_slow(loader_iter: Any, data: Any, n: int, framework: str) -> None:
+    st = _STATE
+    try:
+        st.next_slow = n + SLOW_EVERY
+        st.framework = framework
+        workers = getattr(loader_iter, "_num_workers", None)
+        if isinstance(workers, int) and not isinstance(workers, bool):
+            st.num_workers = workers
+        size = _batch_size(data)
+        if size is not None:
+            st.batch_size = size
+        if st.device_type is None or st.steps == 0:
+            _device_from_backends()
+        _start()
+    except Exception as exc:
+        _fail("reading a batch", exc)
+
+
+def _step_slow(optimizer: Any, n: int, framework: str) -> None:
+    st = _STATE
+    try:
+        st.next_step_slow = n + SLOW_EVERY
+        if st.framework is None:
+            st.framework = framework
+        for group in getattr(optimizer, "param_groups", ())[:1]:
+            for param in list(group.get("params", ()))[:1]:
+                device = param.device
+                if device.type != "cpu":
+                    st.device_type = str(device.type)
+                    st.device_index = device.index
+        _start()
+    except Exception as exc:
+        _fail("reading an optimizer step", exc)
+
+
+def _batch_size(data: Any, depth: int = 0) -> int | None:
+    """First dimension of the first tensor in a batch (a tensor, a sequence or a mapping)."""
+    if depth > 3:
+        return None
+    shape = getattr(data, "shape", None)
+    if shape is not None and not isinstance(data, (str, bytes)):
+        return int(shape[0]) if len(shape) else None
+    if isinstance(data, dict):
+        for value in list(data.values())[:8]:
+            size = _batch_size(value, depth + 1)
+            if size is not None:
+                return size
+    elif isinstance(data, (list, tuple)):
+        for value in data[:8]:
+            size = _batch_size(value, depth + 1)
+            if size is not None:
+                return size
+    return None
+
+
+def _device_from_backends() -> None:
+    """From the training thread (the current device is per thread in CUDA and its twins)."""
+    st = _STATE
+    for name, mod in _initialised_backends():
+        current = getattr(mod, "current_device", None)
+        if current is not None:
+            st.device_type = name
+            st.device_index = int(current())
+            return

@@ -33,6 +33,7 @@ from typing import Any
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.check_report import CheckBuilder, CheckReport, Stats, probe_line
+from gpusat_tui.commands.job_lines import energy_line, job_words
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.output import emit, say
 from gpusat_tui.stopping import stopped_by_signals
@@ -78,6 +79,7 @@ def render_human(report: CheckReport) -> str:
                 f" {_range(card.temp_c)}  {clean(card.verdict.kind, 40)}"
                 + (f" ({clean(card.verdict.cause, 40)})" if card.verdict.cause else "")
             )
+            lines.append(f"    energy: {energy_line(card.energy)}")
             for why in card.verdict.why:
                 lines.append(f"    why: {clean(why, 500)}")
             for advice in card.verdict.advice:
@@ -85,6 +87,9 @@ def render_human(report: CheckReport) -> str:
         lines.append("    (figures: mean [min–max] over the polls that answered)")
     else:
         lines.append("No card reported any figure.")
+    if report.jobs:
+        lines += ["", "Jobs:"]
+        lines += [f"  {job_words(job)}" for job in report.jobs]
     if report.processes:
         lines += ["", "Processes (CPU % of one core, mean [min–max]):"]
         for proc in report.processes:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from gpusat_tui.analysis.energy import EnergyFigures, EnergyMeter
+from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures, EnergyMeter
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
 from gpusat_tui.collectors.nvidia_throttle import split_reasons
@@ -97,8 +97,9 @@ class CheckEnergy(_Out):
         if figures is None or figures.joules is None:
             return cls(note="no power figures",
                        uncovered_s=figures.uncovered_s if figures else 0.0)
+        joules = round(figures.joules, 3)
         return cls(
-            joules=round(figures.joules, 3), kwh=figures.kwh,
+            joules=joules, kwh=joules / JOULES_PER_KWH,
             covered_s=round(figures.covered_s, 3), uncovered_s=round(figures.uncovered_s, 3),
             window_joules=(None if figures.window_joules is None
                            else round(figures.window_joules, 3)),

@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from gpusat_tui.analysis.energy import EnergyFigures, format_energy
 from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import clean, fmt
@@ -74,6 +75,8 @@ class PanelData:
     interval_s: float | None = None
     #: The probed trainer(s) driving this card, as measured inside them ("" without a probe).
     probe: str = ""
+    #: Energy since the dashboard started ("1.2 kWh", "no power figures"; "" not known yet).
+    energy: str = ""
 
 
 CHART_PARTS = ("cardpanel--util", "cardpanel--power", "cardpanel--mem")
@@ -181,6 +184,8 @@ class CardPanel(PlannedLines):
         room = max(width - cell_len(word), 0)
         # Figures before the name: in a narrow pane it is the name that gets cut, not the temp.
         parts = [(f"{data.card_id} ", "cardpanel--id"), (f"{data.temp} ", "")]
+        if data.energy:
+            parts.append((f"{data.energy} ", "cardpanel--dim"))
         if data.stale:
             parts += [(data.stale, "cardpanel--stale"), (" ", "")]
         parts.append((data.name, ""))
@@ -249,9 +254,10 @@ def panel_data(
     history: CardHistory | None,
     interval_s: float | None,
     probes: Sequence[ProbeSample] = (),
+    energy: EnergyFigures | None = None,
 ) -> PanelData:
     """What the panel shows for a card (pure: tests call it alone). ``probes``: the probed
-    trainers tied to this card."""
+    trainers tied to this card; ``energy``: the card's since the dashboard started."""
     if card is None:
         return PanelData(interval_s=interval_s)
     hist = history or CardHistory()
@@ -261,17 +267,20 @@ def panel_data(
     frac = card.power_frac
     throttled = throttle_reasons(card.extras)
     warn = f"throttled: {', '.join(throttled)}" if throttled else ""
+    peak = 1.0
     if frac is not None:
         label = f"Power {100 * frac:.0f}% of cap · {card.power_w:.0f}/{card.power_cap_w:.0f} W"
-        power = Chart("cardpanel--power", label, "┈ cap", warn,
-                      tuple(hist.power), POWER_TOP_PCT, "%", 100.0)
     else:
         # No cap: watts, scaled to their own peak, no cap line.
         peak = max([v for v in hist.power if v] or [1.0])
         label = f"Power {fmt(card.power_w, ' W')}"
         if card.power_w is not None:
             label += " (no cap known)"
+    if frac is None:
         power = Chart("cardpanel--power", label, "", warn, tuple(hist.power), peak, "W")
+    else:
+        power = Chart("cardpanel--power", label, "┈ cap", warn,
+                      tuple(hist.power), POWER_TOP_PCT, "%", 100.0)
     mem_label = f"VRAM {fmt(card.mem_pct, '%')}"
     if card.mem_used_mib is not None and card.mem_total_mib:
         mem_label += f" · {card.mem_used_mib / 1024:.0f}/{card.mem_total_mib / 1024:.0f} GiB"
@@ -288,7 +297,16 @@ def panel_data(
         why=verdict.why[0] if verdict and verdict.why else "",
         interval_s=interval_s,
         probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+        energy=_energy_text(energy),
     )
+
+
+def _energy_text(energy: EnergyFigures | None) -> str:
+    if energy is None:
+        return ""
+    if energy.joules is None:
+        return "no power figures"
+    return f"{format_energy(energy.joules)} used"
 
 
 def verdict_text(verdict: Verdict | None) -> Text:
@@ -336,7 +354,8 @@ class CardDetail(Vertical):
         history: CardHistory | None,
         interval_s: float | None = None,
         probes: Sequence[ProbeSample] = (),
+        energy: EnergyFigures | None = None,
     ) -> None:
-        self.panel.show(panel_data(card, verdict, history, interval_s, probes))
+        self.panel.show(panel_data(card, verdict, history, interval_s, probes, energy))
         if card is not None and self.why.display:
             self.why.show(verdict, verdict_text(verdict))

@@ -185,3 +185,15 @@ def test_format_energy_units() -> None:
     assert format_energy(812.0) == "812 J"
     assert format_energy(45_200.0) == "45.2 kJ"
     assert format_energy(3.41 * JOULES_PER_KWH) == "3.41 kWh"
+
+
+def test_a_gap_counts_against_the_job_as_uncovered_card_time() -> None:
+    job = _job("3", ["nvidia:0", "nvidia:1"], [10])
+    times = [0.0, 1.0, 2.0, 30.0, 31.0]
+    meter = feed(EnergyMeter(), [frame(t, card(0, 100.0), card(1, 100.0), jobs=[job])
+                                 for t in times])
+    fig = meter.job("slurm:3")
+    assert fig is not None
+    assert fig.joules == pytest.approx(600.0)
+    assert fig.covered_s == pytest.approx(6.0)
+    assert fig.uncovered_s == pytest.approx(56.0)

@@ -14,8 +14,9 @@ same Frames into the same joules. The rule, and what it costs:
   lower bound, and ``covered_s`` says over how much of the time it was measured.
 * **A card that disappears** keeps its total (marked gone); its window empties as time passes.
 * **Per job**: each step's energy on a card goes to the job(s) on that card at both polls
-  (`Frame.jobs`' ``card_ids`` at the later one), split evenly where several share it. "Since the job started"
-  means since the monitor (or the recording) first saw the job: energy before it was not read.
+  (`Frame.jobs`' ``card_ids`` at the later one), split evenly where several share it. "Since
+  the job started" means since the monitor (or the recording) first saw the job: energy before
+  it was not read.
 * **Joules per sample** (with the probe): over the steps where every card of the job was
   integrated and its probed ranks gave samples/s at both polls, the job's energy divided by
   its samples (``samples_per_s`` integrated the same way, summed over its ranks).
@@ -226,14 +227,14 @@ class EnergyMeter:
                 tally.uncovered_s += dt
         for card_id in self._prev_cards - {c.id for c in frame.cards}:
             self._cards[card_id].gone = True
-        self._fold_jobs(frame, t, dt if bridged else None, jobs_on, job_joules, integrated)
+        self._fold_jobs(frame, t, dt if dt and dt > 0 else None, bridged, job_joules, integrated)
         self._prev_power = power_now
         self._prev_cards = {c.id for c in frame.cards}
         for tally in self._cards.values():
             tally.trim(t, self.window_s)
 
     def _fold_jobs(
-        self, frame: Frame, t: float, dt: float | None, jobs_on: dict[str, list[str]],
+        self, frame: Frame, t: float, dt: float | None, bridged: bool,
         job_joules: dict[str, float], integrated: set[str],
     ) -> None:
         rates: dict[str, tuple[frozenset[int], float]] = {}
@@ -253,9 +254,10 @@ class EnergyMeter:
             job = self._job_info[key]
             if key not in self._prev_jobs:
                 continue
-            if dt is None or not any(c in integrated for c in job.card_ids):
-                if dt is not None and job.card_ids:
-                    tally.uncovered_s += dt
+            if dt is None:
+                continue
+            if not bridged or not any(c in integrated for c in job.card_ids):
+                tally.uncovered_s += dt * len(job.card_ids)
                 continue
             tally.has_power = True
             covered = [c for c in job.card_ids if c in integrated]

@@ -322,6 +322,52 @@ class ToolError(_Model):
     kind: str = "other"
 
 
+class JobContext(_Model):
+    """Whose job some trainers are: the scheduler's view of them, read once per trainer.
+
+    Read from each trainer's environment where this account may (``/proc/<pid>/environ``),
+    else from its cgroup path (world-readable, but it names only the Slurm job/step and uid, or
+    the Kubernetes pod UID). Every string is the process's own text, uncleaned: display goes
+    through `gpusat_tui.text.clean`. Additive to the recording format (``Frame.jobs``).
+    """
+
+    #: "slurm", "kubernetes" or "plain" (no scheduler seen: user and command line only).
+    scheduler: str = "plain"
+    #: Slurm job id; the pod UID on Kubernetes; for a plain job the torchrun rendezvous
+    #: (``MASTER_ADDR:MASTER_PORT``) shared by its ranks, else the trainer's PID.
+    job_id: str | None = None
+    #: Slurm step ids seen among the trainers ("0", "batch"...), comma-joined when several.
+    step: str | None = None
+    #: Slurm job name; the pod name on Kubernetes.
+    name: str | None = None
+    user: str | None = None
+    partition: str | None = None
+    namespace: str | None = None
+    pod_uid: str | None = None
+    #: Plain jobs: the first trainer's command line (capped).
+    command: str | None = None
+    #: Where it was read: "environ", "cgroup", "process" (owner and command line only) or
+    #: "exporter" (the fleet view, from ``gpusat_job_info``).
+    source: str | None = None
+    #: Trainers of this job on this machine, and the cards they drive.
+    pids: list[int] = Field(default_factory=list)
+    card_ids: list[str] = Field(default_factory=list)
+    #: The machine, set only by sources that mix machines (the fleet view).
+    host: str | None = None
+
+    @property
+    def key(self) -> str:
+        """One job, one key: ``slurm:123``, ``kubernetes:<pod uid>``, ``plain:<id>``; a plain
+        job known by a PID or a local rendezvous address gets its host in front where one is
+        set (they mean nothing on another machine)."""
+        job_id = self.job_id or "?"
+        key = f"{self.scheduler}:{job_id}"
+        local = job_id.isdigit() or job_id.startswith(("localhost:", "127."))
+        if self.scheduler == "plain" and self.host and local:
+            key = f"{self.host}/{key}"
+        return key
+
+
 class Frame(_Model):
     """One poll: every card, the training processes, the host, and what went wrong."""
 
@@ -342,6 +388,9 @@ class Frame(_Model):
     raw: dict[str, str] = Field(default_factory=dict)
     #: Figures measured inside the training processes by the probe (``gpusat-tui run``).
     probes: list[ProbeSample] = Field(default_factory=list)
+    #: Whose jobs the cards run (one entry per job; see `JobContext`). Additive: empty in
+    #: recordings made before it, and when no trainer was found.
+    jobs: list[JobContext] = Field(default_factory=list)
 
     @field_validator("t")
     @classmethod

@@ -44,6 +44,7 @@ from gpusat_tui.commands.check_report import (
     Stats,
     probe_line,
 )
+from gpusat_tui.commands.job_lines import energy_line, job_words
 from gpusat_tui.commands.options import CheckOptions
 from gpusat_tui.commands.stopping import stopped_by_signals
 from gpusat_tui.errors import GpusatError, ToolMissing
@@ -94,6 +95,7 @@ def render_human(report: CheckReport) -> str:
                 f" {_range(card.temp_c)}  {clean(card.verdict.kind, 40)}"
                 + (f" ({clean(card.verdict.cause, 40)})" if card.verdict.cause else "")
             )
+            lines.append(f"    energy: {energy_line(card.energy)}")
             for why in card.verdict.why:
                 lines.append(f"    why: {clean(why, 500)}")
             for advice in card.verdict.advice:
@@ -111,6 +113,9 @@ def render_human(report: CheckReport) -> str:
             lines.append(f"    try: {clean(advice, 500)}")
     else:
         lines.append("No card reported any figure.")
+    if report.jobs:
+        lines += ["", "Jobs:"]
+        lines += [f"  {job_words(job)}" for job in report.jobs]
     if report.processes:
         lines += ["", "Processes (CPU % of one core, mean [min–max]):"]
         for proc in report.processes:

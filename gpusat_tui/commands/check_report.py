@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures, EnergyMeter
 from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
@@ -23,6 +24,7 @@ from gpusat_tui.model import (
     VENDORS,
     Assessment,
     Frame,
+    JobContext,
     ProbeSample,
     ProcessRole,
     Verdict,
@@ -33,7 +35,9 @@ __all__ = [
     "CheckAlloc",
     "CheckBuilder",
     "CheckCard",
+    "CheckEnergy",
     "CheckError",
+    "CheckJob",
     "CheckProbe",
     "CheckProcess",
     "CheckReport",
@@ -71,6 +75,63 @@ class CheckVerdict(_Out):
     advice: list[str] = []
 
 
+class CheckEnergy(_Out):
+    """Energy integrated from power over the polls (see `analysis.energy`): since the card or
+    job was first seen, and over the last ``window_s``. Null figures: no power figures."""
+
+    joules: float | None = None
+    kwh: float | None = None
+    #: Seconds integrated (card-seconds for a job), and seen but not integrated (gaps).
+    covered_s: float = 0.0
+    uncovered_s: float = 0.0
+    window_joules: float | None = None
+    window_s: float = 0.0
+    #: Job with a probe: samples counted over the steps both were known, and their ratio.
+    samples: float | None = None
+    joules_per_sample: float | None = None
+    samples_per_kwh: float | None = None
+    #: "no power figures" when the tool never gave one; else null.
+    note: str | None = None
+
+    @classmethod
+    def of(cls, figures: EnergyFigures | None) -> CheckEnergy:
+        if figures is None or figures.joules is None:
+            return cls(note="no power figures",
+                       uncovered_s=figures.uncovered_s if figures else 0.0)
+        joules = round(figures.joules, 3)
+        return cls(
+            joules=joules, kwh=joules / JOULES_PER_KWH,
+            covered_s=round(figures.covered_s, 3), uncovered_s=round(figures.uncovered_s, 3),
+            window_joules=(None if figures.window_joules is None
+                           else round(figures.window_joules, 3)),
+            window_s=figures.window_s,
+            samples=None if figures.samples is None else round(figures.samples, 3),
+            joules_per_sample=figures.joules_per_sample,
+            samples_per_kwh=figures.samples_per_kwh,
+        )
+
+
+class CheckJob(_Out):
+    """Whose job some trainers are (`model.JobContext`), with its cards and energy."""
+
+    #: ``slurm:<id>``, ``kubernetes:<pod uid>``, ``plain:<id>``: the `CheckProcess.job` key.
+    key: str
+    scheduler: str
+    job_id: str | None = None
+    step: str | None = None
+    name: str | None = None
+    user: str | None = None
+    partition: str | None = None
+    namespace: str | None = None
+    pod_uid: str | None = None
+    command: str | None = None
+    source: str | None = None
+    host: str | None = None
+    pids: list[int] = []
+    card_ids: list[str] = []
+    energy: CheckEnergy = CheckEnergy()
+
+
 class CheckCard(_Out):
     id: str
     vendor: str
@@ -92,6 +153,8 @@ class CheckCard(_Out):
     #: Addition: clock-event ("throttle") reasons -> the polls they were active in; {} when
     #: they were read and never active, null when the tool gave none.
     throttle: dict[str, int] | None = None
+    #: Addition: energy from the card's power over the polls (note: "no power figures").
+    energy: CheckEnergy | None = None
 
 
 class CheckAlloc(_Out):
@@ -145,6 +208,8 @@ class CheckProcess(_Out):
     card_ids: list[str] = []
     #: Trainers started under ``gpusat-tui run`` only; absent (null) otherwise.
     probe: CheckProbe | None = None
+    #: Addition: trainers only, the key of its job in `CheckReport.jobs`; null when unknown.
+    job: str | None = None
 
 
 class CheckError(_Out):
@@ -173,6 +238,8 @@ class CheckReport(_Out):
     #: Addition: true when no card answered but probed trainers did: every figure is from the
     #: job and the host (no accelerator tool), and the verdict is the job's.
     no_tool: bool = False
+    #: Addition: whose jobs the cards ran (scheduler context) and each job's energy.
+    jobs: list[CheckJob] = []
 
 
 def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> str:
@@ -329,9 +396,15 @@ class CheckBuilder:
         self._errors: dict[tuple[str, str], CheckError] = {}
         self._notes: dict[str, None] = {}
         self.assessment: Assessment | None = None
+        self.energy = EnergyMeter()
+        #: Job key -> its context as last seen, with every PID and card it ever had.
+        self._jobs: dict[str, JobContext] = {}
+        self._job_of_pid: dict[int, str] = {}
 
     def add(self, frame: Frame, assessment: Assessment | None = None) -> None:
         self.samples += 1
+        self.energy.add(frame)
+        self._add_jobs(frame.jobs)
         if assessment is not None:
             self.assessment = assessment
         for card in frame.cards:
@@ -380,6 +453,18 @@ class CheckBuilder:
         for note in frame.notes:
             self._notes.setdefault(note, None)
 
+    def _add_jobs(self, jobs: Sequence[JobContext]) -> None:
+        for job in jobs:
+            old = self._jobs.get(job.key)
+            if old is not None:
+                job = job.model_copy(update={
+                    "pids": list(dict.fromkeys([*old.pids, *job.pids])),
+                    "card_ids": list(dict.fromkeys([*old.card_ids, *job.card_ids])),
+                })
+            self._jobs[job.key] = job
+            for pid in job.pids:
+                self._job_of_pid[pid] = job.key
+
     @staticmethod
     def _add_extras(acc: _CardAcc, extras: dict[str, float | str | None]) -> None:
         for name in CHECK_EXTRAS:
@@ -418,6 +503,7 @@ class CheckBuilder:
                     instance=acc.instance,
                     extras={k: Stats(**v.as_dict()) for k, v in acc.extras.items()},
                     throttle=dict(acc.throttle) if acc.throttle is not None else None,
+                    energy=CheckEnergy.of(self.energy.card(card_id)),
                 )
             )
         processes = [
@@ -425,8 +511,17 @@ class CheckBuilder:
                 pid=p.pid, role=p.role, name=p.name,
                 cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
                 probe=p.probe.report() if p.probe is not None else None,
+                job=self._job_of_pid.get(p.pid) if p.role == "trainer" else None,
             )
             for p in self._procs.values()
+        ]
+        jobs = [
+            CheckJob(
+                key=key, **job.model_dump(exclude={"pids", "card_ids"}),
+                pids=list(job.pids), card_ids=list(job.card_ids),
+                energy=CheckEnergy.of(self.energy.job(key)),
+            )
+            for key, job in self._jobs.items()
         ]
         job_verdict = self.assessment.job if self.assessment else None
         job = job_verdict.kind if job_verdict is not None else None
@@ -442,4 +537,5 @@ class CheckBuilder:
             errors=[e.model_copy() for e in self._errors.values()],
             verdict=overall_verdict([c.verdict.kind for c in cards], job),
             notes=list(self._notes),
+            jobs=jobs,
         )

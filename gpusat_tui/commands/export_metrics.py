@@ -35,6 +35,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from gpusat_tui import __version__
+from gpusat_tui.analysis.energy import EnergyMeter
 from gpusat_tui.model import (
     TOOL_ERROR_KINDS,
     VERDICT_KINDS,
@@ -60,6 +61,12 @@ METRICS_VERSION = 1
 CARD_LABELS: tuple[str, ...] = ("host", "vendor", "card", "index", "name", "uuid")
 _TRAINER = ("host", "pid", "name")
 _PROBE = ("host", "pid", "rank", "card")
+#: Labels of the one ``gpusat_job_info`` series per job (``job_key`` is its join label: a
+#: ``job`` label would clash with Prometheus' own target label).
+JOB_INFO_LABELS: tuple[str, ...] = (
+    "host", "job_key", "scheduler", "job_id", "step", "name", "user", "partition", "namespace",
+    "pod_uid",
+)
 
 MIB = 1024 * 1024
 
@@ -102,12 +109,21 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("gpusat_card_figures_age_seconds", "gauge", CARD_LABELS,
               "Age of the card's figures: 0 when the last poll read them, else how long ago "
               "they were read (the tool failed or hung since)"),
+    MetricDef("gpusat_card_energy_joules_total", "counter", CARD_LABELS,
+              "Energy used by the card: its power integrated over the polls (trapezoids between "
+              "consecutive polls with a fresh figure; gaps are not bridged)"),
     MetricDef("gpusat_card_verdict", "gauge", (*CARD_LABELS, "kind", "cause"),
               "1 for the card's current verdict kind (cause: its cause, or empty), 0 for "
               "every other kind"),
     MetricDef("gpusat_job_verdict", "gauge", ("host", "kind", "cause"),
               "1 for the verdict on this host's job as a whole (imbalanced: a card lags), 0 "
               "for every other kind"),
+    MetricDef("gpusat_job_info", "info", JOB_INFO_LABELS,
+              "Always 1, one series per job on this host: whose job it is (Slurm job, pod or "
+              "plain); join to cards through gpusat_card_job_info's job_key"),
+    MetricDef("gpusat_card_job_info", "info", ("host", "card", "job_key"),
+              "Always 1, one series per card and job running on it: the join between card "
+              "series (on host, card) and gpusat_job_info (on host, job_key)"),
     MetricDef("gpusat_trainer_cpu_ratio", "gauge", _TRAINER,
               "CPU of a training process over the last poll, in cores (1 = one core busy)"),
     MetricDef("gpusat_trainer_cpu_seconds_total", "counter", _TRAINER,
@@ -179,6 +195,7 @@ class _Snapshot:
     data_wait_s: dict[tuple[int, str], float]
     errors: dict[tuple[str, str], int]
     polls: int
+    card_energy_j: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -198,12 +215,14 @@ class ExportState:
     _errors: dict[tuple[str, str], int] = field(default_factory=dict)
     _polls: int = 0
     snapshot: _Snapshot = field(init=False)
+    _energy: EnergyMeter = field(init=False)
 
     def __post_init__(self) -> None:
         for tool in self.tools:
             for kind in TOOL_ERROR_KINDS:
                 self._errors[(tool, kind)] = 0
         self.snapshot = _Snapshot(None, Assessment(), {}, {}, {}, {}, dict(self._errors), 0)
+        self._energy = EnergyMeter(interval_s=self.interval_s)
 
     def update(self, frame: Frame, assessment: Assessment) -> None:
         """Fold in one poll (the poller's thread) and publish the new snapshot."""
@@ -246,10 +265,12 @@ class ExportState:
             wait = getattr(probe, "data_wait_pct", None)
             if dt is not None and wait is not None:
                 self._data_wait_s[key] += dt * wait / 100.0
+        self._energy.add(frame)
+        energy = {k: v for k, v in self._energy.card_joules().items() if k in live_cards}
         self.snapshot = _Snapshot(
             frame, assessment, dict(self._card_busy_s), dict(self._trainer_cpu_s),
             dict(self._workers_cpu_s), dict(self._data_wait_s), dict(self._errors),
-            self._polls,
+            self._polls, energy,
         )
 
 
@@ -318,6 +339,7 @@ class ExportCollector(Collector):
                 put("gpusat_card_power_limit_watts", labels, card.power_cap_w)
                 put("gpusat_card_temperature_celsius", labels, card.temp_c)
                 put("gpusat_card_figures_age_seconds", labels, card.stale_s or 0.0)
+                put("gpusat_card_energy_joules_total", labels, snap.card_energy_j.get(card.id))
                 verdict = snap.assessment.cards.get(card.id) or Verdict()
                 _verdict_samples(families["gpusat_card_verdict"], labels, verdict)
             if frame.cards:
@@ -334,6 +356,8 @@ class ExportCollector(Collector):
         put("gpusat_exporter_cpu_seconds_total", [host], exporter_cpu_seconds())
         put("gpusat_exporter_polls_total", [host], snap.polls)
         yield from (family for family in families.values() if family.samples)
+        if frame is not None and frame.jobs:
+            yield from _job_families(frame, host)
 
     @staticmethod
     def _processes(frame: Frame, snap: _Snapshot, host: str, put: _Put) -> None:
@@ -377,3 +401,22 @@ class ExportCollector(Collector):
             put("gpusat_probe_step_seconds", labels, None if step_ms is None else step_ms / 1e3)
             put("gpusat_probe_samples_per_second", labels, getattr(probe, "samples_per_s", None))
             put("gpusat_probe_age_seconds", labels, getattr(probe, "age_s", None))
+
+
+def _job_families(frame: Frame, host: str) -> Iterator[Metric]:
+    """``gpusat_job_info`` (one per job) and ``gpusat_card_job_info`` (one per card and job)."""
+    jobs = InfoMetricFamily("gpusat_job", _BY_NAME["gpusat_job_info"].help)
+    cards = InfoMetricFamily("gpusat_card_job", _BY_NAME["gpusat_card_job_info"].help)
+    for job in frame.jobs:
+        values = {
+            "host": host, "job_key": job.key, "scheduler": job.scheduler,
+            "job_id": job.job_id or "", "step": job.step or "", "name": job.name or "",
+            "user": job.user or "", "partition": job.partition or "",
+            "namespace": job.namespace or "", "pod_uid": job.pod_uid or "",
+        }
+        jobs.add_metric([], values)
+        for card_id in job.card_ids:
+            cards.add_metric([], {"host": host, "card": card_id, "job_key": job.key})
+    yield jobs
+    if cards.samples:
+        yield cards

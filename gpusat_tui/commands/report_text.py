@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from gpusat_tui.commands.check_report import probe_line, probe_who
+from gpusat_tui.commands.job_lines import energy_line, job_words, total_energy_line
 from gpusat_tui.commands.session_report import Runs, SessionReport, Stretch
 from gpusat_tui.text import clean, clean_block
 
@@ -107,6 +108,8 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
     ]
     lines += [f"note: {clean(note, 500)}" for note in report.notes]
     lines += ["", f"Job: {_share_line(report.job)}  →  overall: {data.verdict}"]
+    lines += [f"  job {job_words(job)}" for job in data.jobs]
+    lines.append(f"  energy of all cards: {total_energy_line(data.cards)}")
     if len(data.cards) > 1:  # with one card the job's stretches are the card's
         for stretch in data.job_worst:
             lines += _stretch_lines(stretch)
@@ -121,6 +124,7 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
             f"util % {_stats(card.util_pct)} · power W {_stats(card.power_w)}"
             + (f" of {card.power_cap_w:.0f}" if card.power_cap_w else "")
             + f" · VRAM % {_stats(card.mem_pct)} · temp °C {_stats(card.temp_c)}",
+            f"energy: {energy_line(card.energy)}",
         ]
         out.append(clean_block("\n".join(part)))
         xs, series = report.timeline.series(card.id)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpusat_tui.commands.check_report import (
     CheckBuilder,
     CheckCard,
+    CheckEnergy,
     CheckReport,
     CheckVerdict,
     overall_verdict,
@@ -186,6 +187,8 @@ class SessionReport:
 
     def to_json(self) -> ReportJSON:
         base = self.builder.report(self.duration_s)
+        if self.judged != "every poll":
+            base = _scale_energy(base)
         cards: list[ReportCard] = []
         for card in base.cards:
             runs = self.cards.get(card.id, Runs())
@@ -216,3 +219,22 @@ class SessionReport:
             skipped_lines=self.skipped,
             header=self.header,
         )
+
+
+def _scaled(energy: CheckEnergy | None) -> CheckEnergy | None:
+    """Energy measured in sampled windows, scaled to the whole time seen (the windows' mean
+    power taken as typical); said so in its note."""
+    if energy is None or energy.joules is None or energy.covered_s <= 0:
+        return energy
+    factor = (energy.covered_s + energy.uncovered_s) / energy.covered_s
+    joules = energy.joules * factor
+    return energy.model_copy(update={
+        "joules": round(joules, 3), "kwh": joules / 3.6e6,
+        "note": "estimated: sampled windows' mean power over the whole recording",
+    })
+
+
+def _scale_energy(base: CheckReport) -> CheckReport:
+    cards = [c.model_copy(update={"energy": _scaled(c.energy)}) for c in base.cards]
+    jobs = [j.model_copy(update={"energy": _scaled(j.energy)}) for j in base.jobs]
+    return base.model_copy(update={"cards": cards, "jobs": jobs})

@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from gpusat_tui.host.job_reader import read_job_context
+from gpusat_tui.host.jobs import merge_jobs
 from gpusat_tui.host.proc_readers import (
     Denied,
     Failed,
@@ -61,7 +63,14 @@ from gpusat_tui.host.proc_readers import (
 )
 from gpusat_tui.host.procfs import PROC_ROOT, ProcfsReader
 from gpusat_tui.host.worker_kinds import child_kind
-from gpusat_tui.model import CardProcess, HostSample, ProcessRole, ProcessSample, ToolError
+from gpusat_tui.model import (
+    CardProcess,
+    HostSample,
+    JobContext,
+    ProcessRole,
+    ProcessSample,
+    ToolError,
+)
 
 __all__ = [
     "PIN_THREAD_NAME",
@@ -95,6 +104,8 @@ class ProcessReport:
     notes: list[str] = field(default_factory=list)
     #: New errors this tick (tool="psutil"; kind "process" or "denied"), each once.
     errors: list[ToolError] = field(default_factory=list)
+    #: Whose jobs the watched trainers are (one per job; read when a trainer is first seen).
+    jobs: list[JobContext] = field(default_factory=list)
 
 
 @dataclass
@@ -114,6 +125,8 @@ class _Watched:
     pin_last_cpu_s: float | None = None
     pin_last_t: float | None = None
     last_delay_s: float | None = None
+    #: Trainer only: its scheduler context, read once when it is first seen.
+    job: JobContext | None = None
 
 
 def _pct(
@@ -143,6 +156,7 @@ class ProcessMonitor:
         clock: Callable[[], float] = time.monotonic,
         *,
         use_procfs: bool | None = None,
+        job_reader: Callable[[int], JobContext] | None = None,
     ) -> None:
         self._explicit = list(dict.fromkeys(int(p) for p in pids))
         self._rescan_s = rescan_s
@@ -153,6 +167,7 @@ class ProcessMonitor:
             ProcfsReader() if use_procfs else PsutilReader()
         )
         self._watched: dict[int, _Watched] = {}
+        self._job_reader = job_reader or (lambda pid: read_job_context(pid, PROC_ROOT))
         self._last_scan: float | None = None
         self._dirty = True
         self._last_listing: dict[int, list[str]] = {}
@@ -260,6 +275,10 @@ class ProcessMonitor:
             self._last_scan = now
             self._dirty = False
         report.processes = self._measure(now, report)
+        report.jobs = merge_jobs(
+            (w.job, w.card_ids) for w in self._watched.values()
+            if w.role == "trainer" and w.job is not None
+        )
         return True
 
     def _measure(self, now: float, report: ProcessReport) -> list[ProcessSample]:
@@ -401,6 +420,8 @@ class ProcessMonitor:
             start = table[pid].start if pid in table else -1.0
             w = self._keep(pid, start, "trainer", None, card_ids)
             w.pin_tids = self._pin_threads(w) if pid in table else []
+            if w.job is None:
+                w.job = self._read_job(pid)
             fresh[pid] = w
         for pid, trainer in sorted(workers.items()):
             if trainer in trainers:
@@ -428,6 +449,13 @@ class ProcessMonitor:
             old.role, old.trainer_pid, old.card_ids = role, trainer, list(cards)
             return old
         return _Watched(pid, start, role, trainer, list(cards), handle=self._reader.handle(pid))
+
+    def _read_job(self, pid: int) -> JobContext | None:
+        """The trainer's scheduler context (once per trainer); None if reading it failed."""
+        try:
+            return self._job_reader(pid)
+        except Exception:  # a reader bug must not cost the process figures
+            return None
 
     def _pin_threads(self, w: _Watched) -> list[int]:
         tids = self._reader.threads_named(w.pid, PIN_THREAD_NAME)

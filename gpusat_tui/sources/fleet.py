@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusat_tui.errors import GpusatError
-from gpusat_tui.model import CardReading, Frame, ToolError
+from gpusat_tui.model import CardReading, Frame, JobContext, ToolError
 from gpusat_tui.sources.fleet_answers import (
     HISTORY_FIGURES,
     CardKey,
     FleetAnswer,
     RemoteVerdict,
     frame_from_answer,
+    group_by_job,
     history_frames,
     instant_query,
 )
@@ -89,6 +90,7 @@ class FleetSource:
         self.job_verdicts: dict[str, RemoteVerdict] = {}
         #: Latest busy share (0..1, from the exporters' counters) of every card.
         self.busy: dict[str, float] = {}
+        self.jobs: list[JobContext] = []
         self.tools: dict[str, str] = {"prometheus": self.api.base_url}
         self.versions: dict[str, str | None] = {}
         self._seen: dict[CardKey, _Seen] = {}
@@ -158,6 +160,7 @@ class FleetSource:
             self.verdicts = answer.verdicts
             self.job_verdicts = answer.job_verdicts
             self.busy = answer.busy
+            self.jobs = answer.jobs
             if not answer.cards and not self._seen:
                 notes.append(
                     "Prometheus has no gpusat series"
@@ -187,7 +190,9 @@ class FleetSource:
                 message=f"no figures for {age:.0f} s (exporter down or not scraped)",
             ))
         self._hosts = len({key[0] for key in self._seen})
-        frame = Frame(t=t, seq=self._seq, cards=cards, errors=errors, notes=notes)
+        jobs = self.jobs
+        frame = Frame(t=t, seq=self._seq, cards=group_by_job(cards, jobs), errors=errors,
+                      notes=notes, jobs=jobs)
         self._seq += 1
         return frame
 

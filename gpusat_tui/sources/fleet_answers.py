@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusat_tui.model import VENDORS, VERDICT_KINDS, CardReading, Frame
+from gpusat_tui.model import VENDORS, VERDICT_KINDS, CardReading, Frame, JobContext
 from gpusat_tui.sources.prometheus_api import selector
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "RemoteVerdict",
     "clean_label",
     "frame_from_answer",
+    "group_by_job",
     "history_frames",
     "host_of",
     "instant_query",
@@ -88,6 +89,7 @@ def instant_query(matchers: Sequence[str] = ()) -> str:
     return (
         f"{selector([*FIGURES, 'gpusat_exporter_last_poll_timestamp_seconds'], matchers)}"
         f" or gpusat_card_verdict{braces} == 1 or gpusat_job_verdict{braces} == 1 or {busy}"
+        f" or gpusat_job_info{braces} or gpusat_card_job_info{braces}"
     )
 
 
@@ -166,6 +168,9 @@ class FleetAnswer:
     notes: list[str]
     #: Card id -> mean utilisation (0..1) between the last two scrapes, from the counter.
     busy: dict[str, float] = field(default_factory=dict)
+    #: Whose jobs (``gpusat_job_info``), with their cards across hosts
+    #: (``gpusat_card_job_info``): a Slurm job on four hosts is one job of all their cards.
+    jobs: list[JobContext] = field(default_factory=list)
 
 
 def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
@@ -176,6 +181,8 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
     jobs: dict[str, RemoteVerdict] = {}
     busy: dict[str, float] = {}
     notes: dict[str, None] = {}
+    job_infos: dict[tuple[str, str], JobContext] = {}
+    job_cards: list[tuple[str, str, str]] = []
     for series in data.get("result", []):
         if not isinstance(series, dict):
             continue
@@ -190,6 +197,16 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
                 jobs.setdefault(host_of(labels), RemoteVerdict(kind, labels.get("cause") or None))
             continue
         if name == "gpusat_exporter_last_poll_timestamp_seconds":
+            continue
+        if name == "gpusat_job_info":
+            job = _job_context(labels)
+            if job is not None:
+                job_infos.setdefault((job.host or "?", labels["job_key"]), job)
+            continue
+        if name == "gpusat_card_job_info":
+            if labels.get("card") and labels.get("job_key"):
+                job_cards.append((host_of(labels), clean_label(labels["card"]),
+                                  str(labels["job_key"])))
             continue
         key = _card_key(labels, notes)
         if key is None:
@@ -215,7 +232,50 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         number = _number(value[1])
         entry.setdefault(field, None if number is None else number * factor)
     cards = {key: _reading(key, entry) for key, entry in sorted(figures.items())}
-    return FleetAnswer(cards, verdicts, jobs, list(notes), busy)
+    return FleetAnswer(cards, verdicts, jobs, list(notes), busy,
+                       _fleet_jobs(job_infos, job_cards))
+
+
+#: ``gpusat_job_info`` labels read into `JobContext` fields of the same name.
+_JOB_FIELDS = ("job_id", "step", "name", "user", "partition", "namespace", "pod_uid")
+
+
+def _job_context(labels: Mapping[str, str]) -> JobContext | None:
+    if not labels.get("job_key"):
+        return None
+    values = {f: clean_label(labels[f]) for f in _JOB_FIELDS if labels.get(f)}
+    return JobContext(scheduler=clean_label(labels.get("scheduler") or "plain") or "plain",
+                      host=host_of(labels), source="exporter", **values)
+
+
+def _fleet_jobs(
+    infos: Mapping[tuple[str, str], JobContext], cards: Sequence[tuple[str, str, str]]
+) -> list[JobContext]:
+    """One `JobContext` per job across hosts (by `JobContext.key`), with its cards' fleet ids
+    (``host/vendor:index``)."""
+    by_key: dict[str, JobContext] = {}
+    for (host, job_key), job in sorted(infos.items()):
+        ids = [f"{h}/{card}" for h, card, k in cards if h == host and k == job_key]
+        old = by_key.get(job.key)
+        if old is None:
+            by_key[job.key] = job.model_copy(update={"card_ids": ids})
+        else:
+            hosts = ",".join(dict.fromkeys([*(old.host or "").split(","), host]))
+            by_key[job.key] = old.model_copy(update={
+                "card_ids": list(dict.fromkeys([*old.card_ids, *ids])), "host": hosts,
+            })
+    return list(by_key.values())
+
+
+def group_by_job(cards: Sequence[CardReading], jobs: Sequence[JobContext]) -> list[CardReading]:
+    """The fleet view groups cards by job: each job's cards together (jobs in order), then
+    the cards no job is known on, each group in its own order."""
+    rank: dict[str, int] = {}
+    for n, job in enumerate(jobs):
+        for card_id in job.card_ids:
+            rank.setdefault(card_id, n)
+    order = {card.id: i for i, card in enumerate(cards)}
+    return sorted(cards, key=lambda c: (rank.get(c.id, len(jobs)), order[c.id]))
 
 
 def _reading(key: CardKey, entry: dict[str, Any]) -> CardReading:

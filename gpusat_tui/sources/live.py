@@ -39,8 +39,17 @@ from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.collectors.base import ToolReading, ToolSpec, resolve_process_cards
 from gpusat_tui.collectors.discovery import find_executable
 from gpusat_tui.errors import GpusatError, ToolMissing
+from gpusat_tui.host.jobs import add_probe_cards
 from gpusat_tui.host.probe_files import ProbePoller
-from gpusat_tui.model import CardProcess, CardReading, Frame, HostSample, ProcessSample, ToolError
+from gpusat_tui.model import (
+    CardProcess,
+    CardReading,
+    Frame,
+    HostSample,
+    JobContext,
+    ProcessSample,
+    ToolError,
+)
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
 from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, RunResult, kill_running_tools, run_tool
 from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
@@ -262,6 +271,7 @@ class LiveSource:
                 raw.update(res.raw)
             self._groups = [g for g in self._groups if g]
             samples: list[ProcessSample] = []
+            jobs: list[JobContext] = []
             host: HostSample | None = None
             # Trainers that publish a probe file are found with no --pid.
             probes, probe_pids = self._probes.poll(cards, processes, notes)
@@ -281,6 +291,7 @@ class LiveSource:
                     )
                 else:
                     samples = list(report.processes)
+                    jobs = add_probe_cards(list(getattr(report, "jobs", None) or []), probes)
                     host = report.host
                     notes.extend(n for n in report.notes if n not in notes)
                     errors.extend(report.errors)
@@ -296,6 +307,7 @@ class LiveSource:
                 monitor_cpu_pct=self._monitor_cpu(),
                 raw=raw,
                 probes=probes,
+                jobs=jobs,
             )
             self._seq += 1
             return frame

@@ -38,7 +38,7 @@ from gpusat_tui.ui.state import DashboardState
 from gpusat_tui.ui.text import clean
 from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
-from gpusat_tui.ui.widgets.job_line import JobLine
+from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
 from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
 from gpusat_tui.ui.widgets.panel import CardDetail
 from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
@@ -390,12 +390,14 @@ class GpusatApp(App[int]):
             self.set_reactive(GpusatApp.selected, ids[0])
             self._explain_selected(ids[0])
         verdicts = self.assessment.cards
-        multi = len(frame.cards) > 1
+        multi = len(frame.cards) > 1 or bool(frame.jobs)
         if self.job_bar.display != multi:
             self.job_bar.display = multi
         probes = list(frame.probes)
         if multi:
-            self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes))
+            who, energy = job_summary(frame.jobs, self.state.energy)
+            self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes),
+                              who, energy)
         self._auto_view(len(frame.cards))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
@@ -411,8 +413,9 @@ class GpusatApp(App[int]):
                 self.detail.show(None, None, None, self._interval(), probes,
                                  job=self.assessment.job)
             else:
+                energy = self.state.energy.card(self.selected) if self.selected else None
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving)
+                                 self._interval(), driving, energy)
         if self.processes_box.display:
             self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from gpusat_tui.analysis.energy import EnergyMeter
 from gpusat_tui.model import Frame
 
 #: Points kept per chart: one column per poll, so a pane this wide (less its labels) is full.
@@ -32,10 +33,13 @@ class DashboardState:
 
     cards: dict[str, CardHistory] = field(default_factory=dict)
     frames_seen: int = 0
+    #: Energy per card and job since the first frame (since the seek, in a replay).
+    energy: EnergyMeter = field(default_factory=EnergyMeter)
 
     def push(self, frame: Frame) -> None:
         """Append one frame's figures. Power is kept as % of cap where the cap is known."""
         self.frames_seen += 1
+        self.energy.add(frame)
         for card in frame.cards:
             history = self.cards.setdefault(card.id, CardHistory())
             history.util.append(card.util_pct)
@@ -47,3 +51,4 @@ class DashboardState:
         """Forget everything (a replay seek makes old points lie about the new position)."""
         self.cards.clear()
         self.frames_seen = 0
+        self.energy = EnergyMeter()

@@ -373,14 +373,16 @@ def test_check_json_field_names_are_pinned() -> None:
     report.add(frame)
     data = json.loads(report.report(1.0).model_dump_json())
     assert list(data) == ["schema_version", "duration_s", "samples", "cards", "processes",
-                          "errors", "verdict", "notes"]
+                          "errors", "verdict", "notes", "job", "no_tool", "jobs"]
     assert list(data["cards"][0]) == [
         "id", "vendor", "index", "name", "util_pct", "mem_pct", "mem_used_mib", "mem_total_mib",
         "power_w", "power_cap_w", "temp_c", "verdict", "instance", "extras", "throttle",
+        "energy",
     ]
     assert list(data["cards"][0]["util_pct"]) == ["mean", "min", "max", "last"]
     assert list(data["cards"][0]["verdict"]) == ["kind", "cause", "why", "advice"]
-    assert list(data["processes"][0]) == ["pid", "role", "name", "cpu_pct", "card_ids", "probe"]
+    assert list(data["processes"][0]) == ["pid", "role", "name", "cpu_pct", "card_ids", "probe",
+                                          "job"]
     assert data["processes"][0]["probe"] is None  # no probe: null (additive)
     assert list(data["errors"][0]) == ["tool", "message", "count", "kind"]
     assert CheckReport.model_validate(data).samples == 1

@@ -92,5 +92,5 @@ async def test_dashboard_shows_the_probed_job_with_no_tool(
         await settle(pilot, lambda: "STARVING (input-bound)" in screen_text(app), timeout=60.0)
         text = screen_text(app)
     assert "no accelerator tool: figures from the job and the host only" in text
-    assert f"trainer pid {waiting_job} · wait" in text
+    assert f"trainer pid {waiting_job} (torch) · wait" in text, text
     assert "measured in the trainer" in text

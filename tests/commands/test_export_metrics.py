@@ -21,6 +21,7 @@ from gpusat_tui.model import (
     CardReading,
     Frame,
     HostSample,
+    JobContext,
     ProbeSample,
     ProcessSample,
     ToolError,
@@ -237,8 +238,12 @@ PINNED = {
     "gpusat_card_power_limit_watts": ("gauge", "CARD"),
     "gpusat_card_temperature_celsius": ("gauge", "CARD"),
     "gpusat_card_figures_age_seconds": ("gauge", "CARD"),
+    "gpusat_card_energy_joules_total": ("counter", "CARD"),
     "gpusat_card_verdict": ("gauge", "CARD kind cause"),
     "gpusat_job_verdict": ("gauge", "host kind cause"),
+    "gpusat_job_info": ("info", "host job_key scheduler job_id step name user partition "
+                                "namespace pod_uid"),
+    "gpusat_card_job_info": ("info", "host card job_key"),
     "gpusat_trainer_cpu_ratio": ("gauge", "host pid name"),
     "gpusat_trainer_cpu_seconds_total": ("counter", "host pid name"),
     "gpusat_trainer_workers": ("gauge", "host pid name"),
@@ -295,7 +300,9 @@ def test_a_real_scrape_serves_exactly_the_documented_names() -> None:
         state.update(
             Frame(t=T0 + i, cards=[card(0, 50.0)], processes=job(),
                   host=HostSample(cpu_pct=1.0, iowait_pct=0.0), monitor_cpu_pct=1.0,
-                  errors=[ToolError(tool="x", message="m", kind="exit")]),
+                  errors=[ToolError(tool="x", message="m", kind="exit")],
+                  jobs=[JobContext(scheduler="plain", job_id="4242", pids=[4242],
+                                   card_ids=["nvidia:0"])]),
             Assessment(cards={"nvidia:0": SATURATED}, job=SATURATED),
         )
     served = set(scrape(state))

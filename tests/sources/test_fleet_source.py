@@ -210,7 +210,7 @@ def test_matchers_are_parsed_and_quoted() -> None:
         with pytest.raises(ValueError):
             parse_matcher(bad)
     query = instant_query(['job="train"'])
-    assert query.count('job="train"') == 4
+    assert query.count('job="train"') == 6  # figures, 2 verdicts, busy, 2 job series
     with pytest.raises(GpusatError):
         build_fleet("http://prom:9090", ["nojob"])
     with pytest.raises(GpusatError):

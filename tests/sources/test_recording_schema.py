@@ -21,7 +21,11 @@ RECORDING_V1_FIELDS = {
     },
     model.Frame: {
         "t", "seq", "cards", "card_processes", "processes", "host", "errors", "notes",
-        "monitor_cpu_pct", "raw", "probes",
+        "monitor_cpu_pct", "raw", "probes", "jobs",
+    },
+    model.JobContext: {
+        "scheduler", "job_id", "step", "name", "user", "partition", "namespace", "pod_uid",
+        "command", "source", "pids", "card_ids", "host",
     },
     model.CardReading: {
         "vendor", "index", "name", "uuid", "bus_id", "util_pct", "mem_used_mib",

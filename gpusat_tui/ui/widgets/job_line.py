@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.style import Style
 from textual.strip import Strip
 
-from gpusat_tui.model import VERDICT_KINDS, Verdict
+from gpusat_tui.analysis.energy import EnergyMeter, energy_words, format_energy, total_joules
+from gpusat_tui.host.jobs import job_label
+from gpusat_tui.model import VERDICT_KINDS, JobContext, Verdict
 from gpusat_tui.ui.text import clean
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.lines import LineWidget
 
 _BOLD = Style(bold=True)
 
+def job_summary(jobs: Sequence[JobContext], energy: EnergyMeter) -> tuple[str, str]:
+    """Whose job and its energy for the job line: ``slurm 4242 "train" · alice`` and
+    ``3.41 kWh (2,410 W over 30 s) · 0.91 J/sample``; several jobs: how many, and their cards'
+    energy together. Cleaned (`host.jobs.job_label`)."""
+    if not jobs:
+        return "", ""
+    if len(jobs) == 1:
+        return job_label(jobs[0], 80), energy_words(energy.job(jobs[0].key))
+    cards = [energy.card(c) for job in jobs for c in dict.fromkeys(job.card_ids)]
+    total = total_joules(f for f in cards if f is not None)
+    users = sorted({clean(j.user, 20) for j in jobs if j.user})
+    who = f"{len(jobs)} jobs" + (f" ({', '.join(users[:3])})" if users else "")
+    return who, format_energy(total)
+
+
 class JobLine(LineWidget):
-    """The job's verdict above the cards (only for jobs on more than one card), one widget:
-    ``Job (8 cards)  IMBALANCED  data wait 2–41% · step 210 ms  card 3 at 41% while …``.
+    """The job's verdict above the cards (jobs on more than one card, or any job whose
+    scheduler context is known), one widget:
+    ``Job (8 cards)  IMBALANCED  slurm 4242 · alice  data wait 2–41% · step 210 ms  3.4 kWh
+    · 0.9 J/sample  card 3 at 41% while …``.
 
     The probe's figures (measured inside the trainers) come before the verdict's first
     reason; without a probe it says so in two words (the process panel says how to get one).
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "jobline--why", "jobline--probe", *(f"jobline--{kind}" for kind in VERDICT_KINDS),
+        "jobline--why", "jobline--probe", "jobline--who",
+        *(f"jobline--{kind}" for kind in VERDICT_KINDS),
     }
 
     DEFAULT_CSS = """
@@ -35,10 +56,15 @@ class JobLine(LineWidget):
         self.n_cards = 0
         self.verdict = Verdict()
         self.probe = ""
+        self.who = ""
+        self.energy = ""
 
-    def show(self, n_cards: int, verdict: Verdict, probe: str = "") -> None:
-        if (n_cards, verdict, probe) != (self.n_cards, self.verdict, self.probe):
+    def show(self, n_cards: int, verdict: Verdict, probe: str = "", who: str = "",
+             energy: str = "") -> None:
+        shown = (self.n_cards, self.verdict, self.probe, self.who, self.energy)
+        if (n_cards, verdict, probe, who, energy) != shown:
             self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
+            self.who, self.energy = who, energy
             self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -47,9 +73,15 @@ class JobLine(LineWidget):
         verdict = self.verdict
         kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
         first = verdict.why[0] if verdict.why else ""
-        return self.fit(self.strip_parts([
-            (f"Job ({self.n_cards} cards) ", self.base_style + _BOLD),
+        cards = f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}"
+        parts = [
+            (f"Job ({cards}) ", self.base_style + _BOLD),
             (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
-            (f" {self.probe or 'no probe'} ", self.part_style("jobline--probe")),
-            (f" {clean(first, 120)}", self.part_style("jobline--why")),
-        ]))
+        ]
+        if self.who:
+            parts.append((f" {clean(self.who, 100)} ", self.part_style("jobline--who")))
+        parts.append((f" {self.probe or 'no probe'} ", self.part_style("jobline--probe")))
+        if self.energy:
+            parts.append((f" {clean(self.energy, 100)} ", self.part_style("jobline--probe")))
+        parts.append((f" {clean(first, 120)}", self.part_style("jobline--why")))
+        return self.fit(self.strip_parts(parts))

@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from gpusat_tui.analysis.energy import EnergyFigures, format_energy
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
 from gpusat_tui.ui.state import CardHistory
@@ -75,6 +76,8 @@ class PanelData:
     interval_s: float | None = None
     #: The probed trainer(s) driving this card, as measured inside them ("" without a probe).
     probe: str = ""
+    #: Energy since the dashboard started ("1.2 kWh", "no power figures"; "" not known yet).
+    energy: str = ""
 
 
 CHART_PARTS = ("cardpanel--util", "cardpanel--power", "cardpanel--mem")
@@ -182,6 +185,8 @@ class CardPanel(PlannedLines):
         room = max(width - cell_len(word), 0)
         # Figures before the name: in a narrow pane it is the name that gets cut, not the temp.
         parts = [(f"{data.card_id} ", "cardpanel--id"), (f"{data.temp} ", "")]
+        if data.energy:
+            parts.append((f"{data.energy} ", "cardpanel--dim"))
         if data.stale:
             parts += [(data.stale, "cardpanel--stale"), (" ", "")]
         parts.append((data.name, ""))
@@ -250,9 +255,10 @@ def panel_data(
     history: CardHistory | None,
     interval_s: float | None,
     probes: Sequence[ProbeSample] = (),
+    energy: EnergyFigures | None = None,
 ) -> PanelData:
     """What the panel shows for a card (pure: tests call it alone). ``probes``: the probed
-    trainers tied to this card."""
+    trainers tied to this card; ``energy``: the card's since the dashboard started."""
     if card is None:
         return PanelData(interval_s=interval_s)
     hist = history or CardHistory()
@@ -262,17 +268,20 @@ def panel_data(
     frac = card.power_frac
     throttled = throttle_reasons(card.extras)
     warn = f"throttled: {', '.join(throttled)}" if throttled else ""
+    peak = 1.0
     if frac is not None:
         label = f"Power {100 * frac:.0f}% of cap · {card.power_w:.0f}/{card.power_cap_w:.0f} W"
-        power = Chart("cardpanel--power", label, "┈ cap", warn,
-                      tuple(hist.power), POWER_TOP_PCT, "%", 100.0)
     else:
         # No cap: watts, scaled to their own peak, no cap line.
         peak = max([v for v in hist.power if v] or [1.0])
         label = f"Power {fmt(card.power_w, ' W')}"
         if card.power_w is not None:
             label += " (no cap known)"
+    if frac is None:
         power = Chart("cardpanel--power", label, "", warn, tuple(hist.power), peak, "W")
+    else:
+        power = Chart("cardpanel--power", label, "┈ cap", warn,
+                      tuple(hist.power), POWER_TOP_PCT, "%", 100.0)
     mem_label = f"VRAM {fmt(card.mem_pct, '%')}"
     if card.mem_used_mib is not None and card.mem_total_mib:
         mem_label += f" · {card.mem_used_mib / 1024:.0f}/{card.mem_total_mib / 1024:.0f} GiB"
@@ -289,6 +298,7 @@ def panel_data(
         why=verdict.why[0] if verdict and verdict.why else "",
         interval_s=interval_s,
         probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+        energy=_energy_text(energy),
     )
 
 
@@ -308,6 +318,14 @@ def job_panel_data(
         interval_s=interval_s,
         probe=card_probe_text(probes, allocator=kind == "fragmenting"),
     )
+
+
+def _energy_text(energy: EnergyFigures | None) -> str:
+    if energy is None:
+        return ""
+    if energy.joules is None:
+        return "no power figures"
+    return f"{format_energy(energy.joules)} used"
 
 
 def verdict_text(verdict: Verdict | None) -> Text:
@@ -355,6 +373,8 @@ class CardDetail(Vertical):
         history: CardHistory | None,
         interval_s: float | None = None,
         probes: Sequence[ProbeSample] = (),
+        energy: EnergyFigures | None = None,
+        *,
         job: Verdict | None = None,
     ) -> None:
         """``job``: with no card (no accelerator tool), the job's verdict from its probes."""
@@ -363,6 +383,6 @@ class CardDetail(Vertical):
             if self.why.display:
                 self.why.show(job, verdict_text(job))
             return
-        self.panel.show(panel_data(card, verdict, history, interval_s, probes))
+        self.panel.show(panel_data(card, verdict, history, interval_s, probes, energy))
         if card is not None and self.why.display:
             self.why.show(verdict, verdict_text(verdict))

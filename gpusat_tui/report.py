@@ -120,6 +120,9 @@ class ReportJSON(CheckReport):
     #: "every poll" or "N sampled windows of W s" (see the module docstring).
     judged: str
     skipped_lines: int = 0
+    #: What reading the file found: bad lines, damaged compressed blocks, a file that ended
+    #: early, a clock that went back (the text report's notes about the file).
+    file_notes: list[str] = Field(default_factory=list)
     header: RecordingHeader
 
 
@@ -232,6 +235,8 @@ class SessionReport:
     timeline: _Timeline
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Data the file layer could not read (damaged compressed blocks, a cut end): also on stderr.
+    loss_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> ReportJSON:
         base = self.builder.report(self.duration_s)
@@ -263,6 +268,7 @@ class SessionReport:
             file=str(self.path),
             judged=self.judged,
             skipped_lines=self.skipped,
+            file_notes=list(self.notes),
             header=self.header,
         )
 
@@ -337,8 +343,10 @@ def analyse(
                 path, header, reader, first, last, timeline, data_start, window_s,
                 max_windows,
             )
-        report.skipped = reader.skipped
+        # A damaged or cut-off stretch of a compressed file counts like a bad line.
+        report.skipped = reader.skipped + reader.stream_lost
         report.notes = reader.notes
+        report.loss_notes = report.notes[: len(reader.stream_notes)]  # they come first
     return report
 
 
@@ -471,6 +479,8 @@ def run_report(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         say("gpusat-tui report", exc)
         return 1
+    for note in report.loss_notes:
+        say("gpusat-tui report", f"warning: {note}")
     if args.json:
         emit(report.to_json().model_dump_json())
         return 0

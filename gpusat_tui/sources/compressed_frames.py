@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["FrameSpan", "walk_frames"]
 
@@ -64,6 +65,7 @@ def _decode_one(fmt: str, data: bytes, at: int) -> tuple[int, int, bool]:
 
     A frame that ends with the data (unfinished) takes all of it and has not failed.
     """
+    obj: Any  # zstd's or zlib's decompressor: the same decompress / eof / unused_data
     if fmt == "zstd":
         import zstandard
 

@@ -114,12 +114,13 @@ def sample_lines_and_noise(folder: Path) -> st.SearchStrategy[list[str]]:
 def assert_every_truncation_parses_or_is_refused(
     text: str, parsers: Sequence[Parser], vendor: str
 ) -> None:
-    """``text`` cut every 5 characters: each parser reads cards of ``vendor`` or raises ParseError.
+    """``text`` cut every 5 characters (and whole): each parser reads cards of ``vendor`` or raises
+    ParseError.
 
     At least one cut must parse, so a parser that refuses everything fails too.
     """
     parsed = 0
-    for end in range(0, len(text) + 1, 5):
+    for end in dict.fromkeys([*range(0, len(text) + 1, 5), len(text)]):  # and the whole
         for parse in parsers:
             try:
                 reading = parse(text[:end])

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from gpusat_tui.collectors.dark_cards import vet_dark_cards
 from gpusat_tui.collectors.records import Framer, LineRecords
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import FIGURE_BOUNDS, CardProcess, CardReading, Vendor
@@ -184,7 +185,9 @@ def vet_reading(
     * a card index listed twice in one output: the first row is kept, the later ones dropped
       (mixing two rows' figures into one card would make statistics of neither), one note;
     * an output that should list cards (``expect_cards``: a required query) but lists none
-      (a tool printing only its table header): one note.
+      (a tool printing only its table header): one note;
+    * a card listed with no figure at all is kept (empty figures), one note while it stays
+      dark (`dark_cards`).
 
     ``said`` holds the keys of notes already given this session, so each is said once.
     """
@@ -218,6 +221,8 @@ def vet_reading(
                  f"{tool} gave {name} = {value:g} for {card.id}, which cannot be (possible: "
                  f"{possible}): treated as missing; the tool's output is kept in the poll's raw")
     reading.cards = kept
+    if vet_dark_cards(kept, reading.notes, tool, said):
+        keep = True
     if expect_cards and not kept:
         keep = True
         note(f"no-cards:{tool}",

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import box_blocks, first_group, header_index
 from gpusat_tui.model import CardReading
 
@@ -87,10 +88,10 @@ def parse_default(text: str) -> ToolReading:
     header_at = header_index(lines, "DEV", "NAME", "|")
     if header_at is None:
         raise ParseError("efsmi: no device table ('DEV    NAME' header) found")
-    cards = [c for b in box_blocks(lines, header_at + 1) if (c := _card(b)) is not None]
+    cards, dark = block_cards(TOOL, box_blocks(lines, header_at + 1), _card)
     if not cards:
         raise ParseError("efsmi: the device table has no device rows")
-    return ToolReading(cards=cards, version=first_group(_VERSION_RE, lines))
+    return ToolReading(cards=cards, version=first_group(_VERSION_RE, lines), notes=dark)
 
 
 _DEV_RE = re.compile(r"^\s*DEV ID\s+(\d+)\s*$")

@@ -23,6 +23,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
     box_card,
@@ -97,11 +98,12 @@ def parse_default(text: str) -> ToolReading:
     header_at = header_index(lines, "AIP", "Name", "|")
     if header_at is None:
         raise ParseError("hl-smi: no device table ('AIP  Name' header) found")
-    cards = [c for b in box_blocks(lines, header_at + 1) if (c := _card(b)) is not None]
+    cards, dark = block_cards(TOOL, box_blocks(lines, header_at + 1), _card)
     if not cards:
         raise ParseError("hl-smi: the device table has no AIP rows")
     return ToolReading(
-        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines)
+        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines),
+        notes=dark,
     )
 
 

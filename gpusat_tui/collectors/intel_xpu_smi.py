@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
     box_card,
@@ -111,11 +112,12 @@ def parse_default(text: str) -> ToolReading:
         if is_intel(text) and "Usage:" in text:
             raise ParseError("xpu-smi printed its help text (a release without the v2 table)")
         raise ParseError("xpu-smi: no device table ('GPU  Name | Bus-Id' header) found")
-    cards = [c for b in box_blocks(lines, header_at + 1) if (c := _card(b)) is not None]
+    cards, dark = block_cards(TOOL, box_blocks(lines, header_at + 1), _card)
     if not cards:
         raise ParseError("xpu-smi: the device table has no GPU rows")
     return ToolReading(
-        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines)
+        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines),
+        notes=dark,
     )
 
 

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
     box_process_rows,
@@ -102,13 +103,14 @@ def parse_default(text: str) -> ToolReading:
     lines = strip_ansi(text).splitlines()
     header_at = header_index(lines, "GPU", "Name", "Bus-Id")
     start = 0 if header_at is None else header_at + 1
-    cards = [
-        c for b in box_blocks(lines, start) if (c := _card(b, header_at is None)) is not None
-    ]
+    cards, dark = block_cards(
+        TOOL, box_blocks(lines, start), lambda b: _card(b, header_at is None)
+    )
     if not cards:
         raise ParseError("ixsmi: no GPU rows found (no 'GPU  Name | Bus-Id' table)")
     return ToolReading(
-        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines)
+        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines),
+        notes=dark,
     )
 
 

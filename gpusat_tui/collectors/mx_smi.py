@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
     box_process_rows,
@@ -99,14 +100,14 @@ def _parse_table(text: str, tool: str) -> ToolReading:
     if header_at is None:
         raise ParseError(f"{tool}: no device table ('Bus-id | GPU-Util' header) found")
     board_layout = "Board" in lines[header_at]
-    cards = [
-        c for b in box_blocks(lines, header_at + 1)
-        if (c := _card(b, board_layout, tool)) is not None
-    ]
+    cards, dark = block_cards(
+        tool, box_blocks(lines, header_at + 1), lambda b: _card(b, board_layout, tool)
+    )
     if not cards:
         raise ParseError(f"{tool}: the device table has no GPU rows")
     return ToolReading(
-        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines)
+        cards=cards, processes=_processes(lines), version=first_group(_VERSION_RE, lines),
+        notes=dark,
     )
 
 

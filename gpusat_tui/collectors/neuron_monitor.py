@@ -9,22 +9,29 @@ a whole Neuron device, and neuron-monitor reports utilisation per NeuronCore per
 (``neuron_runtime_data[].report.neuroncore_counters.neuroncores_in_use``). So the cards are the
 NeuronCores some Neuron runtime uses, indexed by their global NeuronCore id; idle cores that
 no process has claimed are not listed (`neuron_ls` lists them all when it is the tool in use).
-The runtime's pid is listed as the process on each of its cores.
+The runtime's pid is listed as the process on each of its own cores: those it holds memory on,
+or every core it lists when it gives no per-core memory.
 
-Figures: ``neuroncore_utilization`` is the utilisation. Memory per core is the sum of the
-runtime's ``usage_breakdown.neuroncore_memory_usage`` for that core when the report has it
-(the documented layout; no real capture shows it yet); else, for a runtime on a single core,
-the runtime's device memory (``neuron_runtime_used_bytes.neuron_device``, ``device`` in the
-one real capture); else unknown, with the runtime's total in ``extras["runtime_device_mib"]``
-(splitting it across cores would invent figures). Memory total per core is
-``neuron_device_memory_size / neuroncore_per_device_count``. neuron-monitor prints no power
-and no temperature: both are None. Parsed from one real (trimmed) report; the stream and the
-configuration file are untested against a real neuron-monitor.
+**Several runtimes.** Every runtime lists every NeuronCore of the devices it sees, with zeros
+for the cores it does not use (the real inf1 capture: four runtimes, one core each, each listing
+all four). A core's figures are the sum over the runtimes that report it (utilisation,
+``effective_flops``, memory): a runtime's zero row for a core it does not use adds nothing.
+
+Figures: ``neuroncore_utilization`` is the utilisation. A runtime's memory on a core is its
+``usage_breakdown.neuroncore_memory_usage`` for that core summed over the categories (the inf1
+capture has it); else, for a runtime listing a single core, the runtime's device memory
+(``neuron_runtime_used_bytes.neuron_device``, ``device`` in the inf2 capture). A core's memory
+is unknown when a runtime that lists it gives neither, with those runtimes' totals in
+``extras["runtime_device_mib"]`` (splitting them across cores would invent figures). Memory
+total per core is ``neuron_device_memory_size / neuroncore_per_device_count``. neuron-monitor
+prints no power and no temperature: both are None. Parsed from two real (trimmed) reports; the
+stream and the configuration file are untested against a real neuron-monitor.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from gpusat_tui.collectors.base import ParseError, Stream, ToolReading, ToolSpec, strip_ansi
@@ -83,6 +90,35 @@ def _core_memory(breakdown: object, core: str) -> float | None:
     return sum(known) if known else None
 
 
+@dataclass
+class _CoreSum:
+    """One NeuronCore's figures summed over the runtimes that report it."""
+
+    util: float | None = None
+    flops: float | None = None
+    known_bytes: float = 0.0
+    #: Runtimes that list the core without a per-core memory figure, and their device totals.
+    missing: int = 0
+    unsplit: float | None = None
+
+    def add(self, util: float | None, flops: float | None, core_bytes: float | None,
+            runtime_bytes: float | None) -> None:
+        if util is not None:
+            self.util = (self.util or 0.0) + util
+        if flops is not None:
+            self.flops = (self.flops or 0.0) + flops
+        if core_bytes is not None:
+            self.known_bytes += core_bytes
+            return
+        self.missing += 1
+        if runtime_bytes is not None:
+            self.unsplit = (self.unsplit or 0.0) + runtime_bytes
+
+    def memory(self) -> float | None:
+        """Bytes on the core, when every runtime that lists it said how much it holds there."""
+        return None if self.missing else self.known_bytes
+
+
 def parse_neuron_monitor(text: str) -> ToolReading:
     """One neuron-monitor report (the newest line of ``text``) -> one card per NeuronCore used."""
     report = _last_report(text)
@@ -97,7 +133,7 @@ def parse_neuron_monitor(text: str) -> ToolReading:
         name = f"{name} NeuronCore-{core_version}"
     runtimes = report.get("neuron_runtime_data")
     runtimes = runtimes if isinstance(runtimes, list) else []
-    cards: dict[int, CardReading] = {}
+    cores: dict[int, _CoreSum] = {}
     processes: list[CardProcess] = []
     notes: list[str] = []
     for runtime in runtimes:
@@ -117,35 +153,36 @@ def parse_neuron_monitor(text: str) -> ToolReading:
         used = memory.get("neuron_runtime_used_bytes") if isinstance(memory, dict) else None
         used = used if isinstance(used, dict) else {}
         runtime_device = _number(used.get("neuron_device", used.get("device")))
-        cores = [c for c in in_use if c.isdigit()]
-        for core in cores:
+        listed = [c for c in in_use if c.isdigit()]
+        per_core = {c: _core_memory(used.get("usage_breakdown"), c) for c in listed}
+        if len(listed) == 1 and per_core[listed[0]] is None:
+            per_core[listed[0]] = runtime_device
+        # The runtime's own cores: those it holds memory on (every runtime lists every core,
+        # with zeros for the others); all it lists when it says nothing per core.
+        own = [c for c in listed if (per_core[c] or 0) > 0] or listed
+        for core in listed:
             figures = in_use[core] if isinstance(in_use[core], dict) else {}
-            index = int(core)
-            if index in cards:
-                continue  # one core, two runtimes: the first report wins
-            core_bytes = _core_memory(used.get("usage_breakdown"), core)
-            if core_bytes is None and len(cores) == 1:
-                core_bytes = runtime_device
-            extras: dict[str, float | str | None] = {}
-            if per_device:
-                extras["device"] = float(index // int(per_device))
-            flops = _number(figures.get("effective_flops"))
-            if flops is not None:
-                extras["effective_flops"] = flops
-            if core_bytes is None and runtime_device is not None:
-                extras["runtime_device_mib"] = runtime_device / _MIB
-            cards[index] = CardReading(
-                vendor="neuron",
-                index=index,
-                name=name,
-                util_pct=_number(figures.get("neuroncore_utilization")),
-                mem_used_mib=core_bytes / _MIB if core_bytes is not None else None,
-                mem_total_mib=core_total,
-                extras=extras,
-                tool=TOOL,
-            )
-            if isinstance(pid, int) and not isinstance(pid, bool):
-                processes.append(CardProcess(pid=pid, card_id=f"neuron:{index}"))
+            total = cores.setdefault(int(core), _CoreSum())
+            total.add(_number(figures.get("neuroncore_utilization")),
+                      _number(figures.get("effective_flops")), per_core[core], runtime_device)
+            if core in own and isinstance(pid, int) and not isinstance(pid, bool):
+                processes.append(CardProcess(pid=pid, card_id=f"neuron:{int(core)}"))
+    cards: dict[int, CardReading] = {}
+    for index, total in cores.items():
+        extras: dict[str, float | str | None] = {}
+        if per_device:
+            extras["device"] = float(index // int(per_device))
+        if total.flops is not None:
+            extras["effective_flops"] = total.flops
+        mem = total.memory()
+        if mem is None and total.unsplit is not None:
+            extras["runtime_device_mib"] = total.unsplit / _MIB
+        cards[index] = CardReading(
+            vendor="neuron", index=index, name=name, util_pct=total.util,
+            mem_used_mib=mem / _MIB if mem is not None else None, mem_total_mib=core_total,
+            extras=extras, tool=TOOL,
+        )
+    processes.sort(key=lambda p: (p.card_id.partition(":")[2].zfill(6), p.pid))
     if not cards:
         notes.append(
             "neuron-monitor: no Neuron runtime is running (NeuronCores are listed while a "

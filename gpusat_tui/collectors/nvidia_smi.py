@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import NA_TOKENS, ParseError, Query, ToolReading, ToolSpec, num
+from gpusat_tui.collectors.dark_cards import dark_card_notes
 from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
 from gpusat_tui.model import CardProcess, CardReading
 
@@ -44,6 +45,10 @@ EVENT_REASONS_FIELD = "clocks_event_reasons.active"
 THROTTLE_REASONS_FIELD = "clocks_throttle_reasons.active"
 QUERY_GPU_EVENT_FIELDS: tuple[str, ...] = (*QUERY_GPU_FIELDS, EVENT_REASONS_FIELD)
 QUERY_GPU_THROTTLE_FIELDS: tuple[str, ...] = (*QUERY_GPU_FIELDS, THROTTLE_REASONS_FIELD)
+
+
+#: The query's fields that are figures (what a card that went dark prints no value for).
+_FIGURE_FIELDS = QUERY_GPU_FIELDS[4:]
 
 
 def _query_gpu_args(fields: Sequence[str]) -> tuple[str, ...]:
@@ -152,6 +157,7 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_GPU_FIELDS) -> Tool
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "(empty output)")
         raise ParseError(f"nvidia-smi --query-gpu: no card rows in output: {first[:200]}")
     cards: list[CardReading] = []
+    said: list[list[str]] = []
     for position, row in enumerate(rows):
         index = num(row.get("index"))
         extras: dict[str, float | str | None] = {}
@@ -176,7 +182,9 @@ def parse_query_gpu(text: str, fields: Sequence[str] = QUERY_GPU_FIELDS) -> Tool
                 tool=TOOL,
             )
         )
-    return ToolReading(cards=cards, notes=_skipped_notes(text))
+        said.append([row.get(f) or "" for f in _FIGURE_FIELDS])
+    notes = _skipped_notes(text) + dark_card_notes(TOOL, zip(cards, said, strict=True))
+    return ToolReading(cards=cards, notes=notes)
 
 
 def parse_query_gpu_event(text: str) -> ToolReading:
@@ -216,7 +224,9 @@ def parse_compute_apps(text: str, fields: Sequence[str] = QUERY_APPS_FIELDS) -> 
 # --- the default table -------------------------------------------------------------------
 
 _VERSION_RE = re.compile(r"NVIDIA-SMI\s+(\S+)")
-_GPU_LINE_RE = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
+_GPU_LINE_RE = re.compile(
+    r"^\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A|ERR!|\[?Unknown Error\]?|\[N/A\])\s*$"
+)
 _BUS_RE = re.compile(r"([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])")
 _POWER_CELL_RE = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*/\s*(\S+)\s*$")
 _MEM_CELL_RE = re.compile(r"^\s*(\S+?)\s*(?:MiB)?\s*/\s*(\S+?)\s*(?:MiB)?\s*$")
@@ -263,6 +273,7 @@ def parse_table(text: str) -> ToolReading:
     lines = _unwrap(text.splitlines())
     version_match = _VERSION_RE.search(text)
     cards: list[CardReading] = []
+    said: list[list[str]] = []
     processes: list[CardProcess] = []
     #: (gpu, gi, ci, mig dev, memory cell, SM cell) of each row of the "MIG devices" box.
     mig_rows: list[tuple[int, int, int, int, str, str]] = []
@@ -287,17 +298,19 @@ def parse_table(text: str) -> ToolReading:
         second = _cells(lines[i + 1]) if i + 1 < len(lines) else None
         third = _cells(lines[i + 2]) if i + 2 < len(lines) else None
         cards.append(_table_card(head, bus.group(1), second, third))
+        said.append(second or [])
         i += 2
     if not cards and not processes:
         if "no devices were found" in text.lower():
             return ToolReading(notes=["nvidia-smi: No devices were found"])
         raise ParseError("nvidia-smi table: no GPU rows found")
+    dark = dark_card_notes(TOOL, zip(cards, said, strict=True))
     cards, processes = _with_mig_instances(cards, processes, process_gis, mig_rows)
     return ToolReading(
         cards=cards,
         processes=processes,
         version=version_match.group(1) if version_match else None,
-        notes=_skipped_notes(text),
+        notes=_skipped_notes(text) + dark,
     )
 
 

@@ -28,6 +28,7 @@ import re
 import shlex
 
 from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
     box_card,
@@ -139,7 +140,7 @@ def _parse_box(lines: list[str], header_at: int) -> ToolReading:
     Processes box rows (``XPU XI CI PID Type Process name Usage``) are read by position after
     that header; no public capture shows one (all say "No running processes found").
     """
-    cards = [c for b in box_blocks(lines, header_at + 1) if (c := _box_card(b)) is not None]
+    cards, dark = block_cards(TOOL, box_blocks(lines, header_at + 1), _box_card)
     if not cards:
         raise ParseError("xpu_smi: the XPU table has no card rows")
     processes: list[CardProcess] = []
@@ -154,7 +155,7 @@ def _parse_box(lines: list[str], header_at: int) -> ToolReading:
             name=" ".join(tokens[5:-1] if mem else tokens[5:]) or None, mem_used_mib=num(mem),
         ))
     version = next((m.group(1) for ln in lines if (m := _DRIVER_RE.search(ln))), None)
-    return ToolReading(cards=cards, processes=processes, version=version)
+    return ToolReading(cards=cards, processes=processes, version=version, notes=dark)
 
 
 def parse_default(text: str) -> ToolReading:

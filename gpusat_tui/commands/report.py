@@ -47,6 +47,7 @@ from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Assessment, Frame, RecordingHeader
 from gpusat_tui.output import emit, say
 from gpusat_tui.sources.codec import stream_size
+from gpusat_tui.sources.poll_order import PollOrder
 from gpusat_tui.sources.reader import FrameReader, RecordingPaths, last_frame, read_recording
 
 __all__ = ["EXACT_CARD_POLLS", "MAX_WINDOWS", "analyse", "run_report"]
@@ -131,8 +132,10 @@ def analyse(
                 path, header, reader, first, last, timeline, data_start, window_s,
                 max_windows,
             )
-        report.skipped = reader.skipped
+        # A damaged or cut-off stretch of a compressed file counts like a bad line.
+        report.skipped = reader.skipped + reader.stream_lost
         report.notes = reader.notes
+        report.loss_notes = report.notes[: len(reader.stream_notes)]  # they come first
     return report
 
 
@@ -155,18 +158,13 @@ def _analyse_exact(
 
     frame: Frame | None = first
     samples = 0
-    # Where the recorded clock steps back, frames are placed by their poll order instead:
-    # one interval (per seq step, at most GAP_INTERVALS) after the frame before, and every
-    # later frame moves by the same amount. So durations never go negative and the tracker's
-    # time window stays whole.
-    shift = 0.0
+    # Where the recorded clock steps back, frames are placed by their poll order instead
+    # (`PollOrder`, as replay does): durations never go negative and the tracker's time window
+    # stays whole.
+    order = PollOrder(GAP_INTERVALS)
     while frame is not None:
         samples += 1
-        if prev is not None and frame.t + shift < prev[0].t:
-            steps = min(max(1, frame.seq - prev[0].seq), int(GAP_INTERVALS))
-            shift = prev[0].t + steps * (interval or 1.0) - frame.t
-        if shift:
-            frame = frame.model_copy(update={"t": frame.t + shift})
+        frame = order.place(frame, interval or 1.0)
         assessment = tracker.push(frame)
         builder.add(frame, assessment)
         _figures(frame, t0, timeline)
@@ -265,6 +263,8 @@ def run_report(options: ReportOptions) -> int:
     except RecordingError as exc:
         say("gpusat-tui report", exc)
         return 1
+    for note in report.loss_notes:
+        say("gpusat-tui report", f"warning: {note}")
     if options.json:
         emit(report.to_json().model_dump_json())
         return 0

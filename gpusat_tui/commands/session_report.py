@@ -72,6 +72,9 @@ class ReportJSON(CheckReport):
     #: "every poll" or "N sampled windows of W s" (see the module docstring).
     judged: str
     skipped_lines: int = 0
+    #: What reading the file found: bad lines, damaged compressed blocks, a file that ended
+    #: early, a clock that went back (the text report's notes about the file).
+    file_notes: list[str] = Field(default_factory=list)
     header: RecordingHeader
 
 
@@ -184,6 +187,8 @@ class SessionReport:
     timeline: Timeline
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Data the file layer could not read (damaged compressed blocks, a cut end): also on stderr.
+    loss_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> ReportJSON:
         base = self.builder.report(self.duration_s)
@@ -217,6 +222,7 @@ class SessionReport:
             file=str(self.path),
             judged=self.judged,
             skipped_lines=self.skipped,
+            file_notes=list(self.notes),
             header=self.header,
         )
 

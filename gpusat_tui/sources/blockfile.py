@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from gpusat_tui.sources.compressed_frames import walk_frames
+
 __all__ = [
     "BLOCK_BYTES",
     "BlockWriter",
@@ -309,7 +311,11 @@ class IndexedRaw(LogicalRaw):
         self._size = 0
         self._c_size = -1
         self._cache: tuple[int, bytes] | None = None
+        #: Blocks that failed to decode (by compressed start), and the bytes lost in each.
         self.damaged: set[int] = set()
+        self.damaged_bytes: dict[int, int] = {}
+        #: Bytes of an unfinished zstd block at the file's end: it was cut there.
+        self.cut_bytes = 0
         self.refresh()
 
     # -- index -----------------------------------------------------------------------------
@@ -319,6 +325,7 @@ class IndexedRaw(LogicalRaw):
         if c_size == self._c_size:
             return False
         self._c_size = c_size
+        self.cut_bytes = 0  # said again below if the end is still cut
         indexed = self._walk_back(c_size)
         if indexed is None:
             indexed = self._scan_forward(c_size)
@@ -398,13 +405,21 @@ class IndexedRaw(LogicalRaw):
         return found
 
     def _unindexed(self, c_start: int, c_end: int, u_start: int) -> list[_Block]:
-        """A stretch without a record: the unfinished last block, or damage."""
-        text, damaged = _decode(self.fmt, self._read_at(c_start, c_end - c_start))
-        if damaged:
-            self.damaged.add(c_start)
-        if not text:
-            return []
-        return [_Block(c_start, c_end - c_start, u_start, len(text), unindexed=True)]
+        """A stretch without a record: the unfinished last block, damage, or the frames of a
+        file written by another tool (see `compressed_frames`)."""
+        data = self._read_at(c_start, c_end - c_start)
+        blocks: list[_Block] = []
+        for span in walk_frames(self.fmt, data, at_end=c_end >= self._c_size):
+            start = c_start + span.c_start
+            if span.damaged_bytes:
+                self.damaged.add(start)
+                self.damaged_bytes[start] = span.damaged_bytes
+            if span.cut_bytes:
+                self.cut_bytes = span.cut_bytes
+            if span.u_len:
+                blocks.append(_Block(start, span.c_len, u_start, span.u_len, unindexed=True))
+                u_start += span.u_len
+        return blocks
 
     # -- bytes -----------------------------------------------------------------------------
     def _text(self, i: int) -> bytes:
@@ -414,6 +429,7 @@ class IndexedRaw(LogicalRaw):
         text, damaged = _decode(self.fmt, self._read_at(block.c_start, block.c_len))
         if damaged or len(text) != block.u_len:
             self.damaged.add(block.c_start)
+            self.damaged_bytes.setdefault(block.c_start, block.c_len)
             # Keep the logical offsets right: the whole lines that decoded, then blank lines
             # (which the reader skips) for the rest.
             whole = text[: text.rfind(b"\n", 0, block.u_len) + 1]

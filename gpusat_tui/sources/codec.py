@@ -59,6 +59,7 @@ class _PlainRaw(io.FileIO):
     """A plain file, with the same ``size`` / ``refresh`` / ``damaged`` as the compressed one."""
 
     damaged: frozenset[int] = frozenset()
+    cut_bytes = 0
 
     @property
     def size(self) -> int:
@@ -210,6 +211,13 @@ class _Stream(LogicalRaw):
     def damaged_blocks(self) -> int:
         return sum(len(raw.damaged) for raw in self._raws)
 
+    @property
+    def lost_stretches(self) -> int:
+        """Stretches of compressed data that gave no text: damaged blocks and a cut end."""
+        return self.damaged_blocks + sum(
+            1 for raw in self._raws if getattr(raw, "cut_bytes", 0)
+        )
+
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         if self._pos >= self._size:
             return 0
@@ -231,14 +239,30 @@ class _Stream(LogicalRaw):
 
     @property
     def notes(self) -> list[str]:
-        """What the reader should tell: damaged compressed blocks that were skipped."""
+        """What the reader should tell: damaged compressed blocks skipped, a file cut short."""
+        notes: list[str] = []
         n = self.damaged_blocks
-        if not n:
-            return []
-        return [
-            f"{n} damaged compressed block{'s' if n != 1 else ''} skipped "
-            f"(the frames in {'them' if n != 1 else 'it'} are lost; the rest loads)"
-        ]
+        if n:
+            lost = sum(sum(getattr(raw, "damaged_bytes", {}).values()) for raw in self._raws)
+            notes.append(
+                f"{n} damaged compressed block{'s' if n != 1 else ''} skipped "
+                f"({_size(lost)} of compressed data could not be decoded: the frames in "
+                f"{'them' if n != 1 else 'it'} are lost; the rest loads)"
+            )
+        for path, raw in zip(self.paths, self._raws, strict=True):
+            cut = getattr(raw, "cut_bytes", 0)
+            if cut:
+                notes.append(
+                    f"{path.name} ended early: its last {_size(cut)} (an unfinished compressed "
+                    "block) could not be decoded; the frames in it are lost"
+                )
+        return notes
+
+
+def _size(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes"
 
 
 def stream_size(fh: IO[bytes]) -> int:

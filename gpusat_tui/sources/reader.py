@@ -266,6 +266,11 @@ class FrameReader(ClosedOnExit):
         #: Reading a recording that is still being written (see `read_frame`).
         self.follow = False
         self._stream_notes: list[str] = []
+        self._stream_lost = 0
+        #: Polls missing between frames read in a row (``seq`` jumped), told with damage.
+        self.missing_polls = 0
+        self._last_seq: int | None = None
+        self._gap_offsets: set[int] = set()
 
     # -- position --------------------------------------------------------------------------
     @property
@@ -282,6 +287,7 @@ class FrameReader(ClosedOnExit):
         self.fh.seek(offset)
         self.line_no = None
         self._last_t = None  # the frame before is not known: no step back can be judged
+        self._last_seq = None
 
     # -- reading ---------------------------------------------------------------------------
     def _skip(self, offset: int, reason: str) -> None:
@@ -358,6 +364,11 @@ class FrameReader(ClosedOnExit):
                 return frame
 
     def _check_step(self, frame: Frame, offset: int) -> None:
+        last_seq, self._last_seq = self._last_seq, frame.seq
+        if last_seq is not None and frame.seq > last_seq + 1 and offset not in self._gap_offsets:
+            if len(self._gap_offsets) < 100_000:
+                self._gap_offsets.add(offset)  # counted once, whatever seeks come later
+            self.missing_polls += frame.seq - last_seq - 1
         last, self._last_t = self._last_t, frame.t
         if last is None or frame.t >= last or offset in self._back_offsets:
             return
@@ -383,20 +394,35 @@ class FrameReader(ClosedOnExit):
 
     def close(self) -> None:
         if self._fh is not None:
-            self._stream_notes = self._read_stream_notes()
+            self._stream_notes = self.stream_notes
+            self._stream_lost = self.stream_lost
             self._fh.close()
             self._fh = None
 
-    def _read_stream_notes(self) -> list[str]:
-        """What the file layer has to say (damaged compressed blocks), kept past close."""
+    @property
+    def stream_notes(self) -> list[str]:
+        """What the file layer has to say (damaged compressed blocks, a file that ended early),
+        kept past close."""
         if self._fh is None:
             return self._stream_notes
         return list(getattr(getattr(self._fh, "raw", None), "notes", None) or [])
 
     @property
+    def stream_lost(self) -> int:
+        """Stretches of a compressed file that gave no text (damaged blocks, a cut end)."""
+        if self._fh is None:
+            return self._stream_lost
+        return int(getattr(getattr(self._fh, "raw", None), "lost_stretches", 0) or 0)
+
+    @property
     def notes(self) -> list[str]:
         """Plain words for the status line / report about what was skipped or ignored."""
-        notes = self._read_stream_notes()
+        notes = self.stream_notes
+        if notes and self.missing_polls:
+            notes[0] += (
+                f"; {self.missing_polls} poll{'s' if self.missing_polls != 1 else ''} missing "
+                "between the frames read, by their seq"
+            )
         if self.skipped:
             notes.append(
                 f"{self.skipped} bad line{'s' if self.skipped != 1 else ''} skipped"

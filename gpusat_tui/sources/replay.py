@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
 from gpusat_tui.sources.codec import part_path, refresh_stream, stream_size
+from gpusat_tui.sources.poll_order import PollOrder
 from gpusat_tui.sources.reader import (
     MAX_HEADER_BYTES,
     MAX_LINE_BYTES,
@@ -60,6 +62,25 @@ MAX_GAP_INTERVALS = 5.0
 _SCAN_BYTES = 64 * 1024
 #: Following a live recording: how often to look for new lines.
 FOLLOW_POLL_S = 0.5
+#: Where the clock steps back, a frame is placed this many intervals at most after the one
+#: before (as `report` does: its ``GAP_INTERVALS``).
+STEP_BACK_INTERVALS = 3.0
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The last frame's time and poll number (for the duration)."""
+
+    t: float
+    seq: int
+
+
+def _time(frame: Frame) -> float:
+    return frame.t
+
+
+def _seq(frame: Frame) -> float:
+    return float(frame.seq)
 
 
 class ReplaySource:
@@ -115,9 +136,14 @@ class ReplaySource:
         # are all bad is known at once.
         self._pending: Frame | None = self._reader.read_frame()
         self._t0 = self._pending.t if self._pending is not None else None
-        self._tail_cache: tuple[int, float | None] = (-1, None)
+        self._seq0 = self._pending.seq if self._pending is not None else 0
+        self._tail_cache: tuple[int, _Tail | None] = (-1, None)
         interval = self.header.interval_s or 1.0
+        self._interval = interval
         self._max_gap = MAX_GAP_INTERVALS * max(interval, 1.0)
+        #: Where the recorded clock steps back, frames are played in seq order, placed and
+        #: paced as `report` places them (one interval per poll after the frame before).
+        self._order = PollOrder(STEP_BACK_INTERVALS)
 
     # -- what the status line shows ---------------------------------------------------------
     @property
@@ -135,7 +161,8 @@ class ReplaySource:
 
     @property
     def skipped(self) -> int:
-        return self._reader.skipped
+        """Bad lines, and stretches of a compressed file that could not be read."""
+        return self._reader.skipped + self._reader.stream_lost
 
     @property
     def reasons(self) -> list[str]:
@@ -165,13 +192,29 @@ class ReplaySource:
 
     @property
     def duration(self) -> float:
-        """Seconds from the first to the last good frame (read from the file's tail)."""
-        last = self._last_t()
+        """Seconds from the first to the last good frame (read from the file's tail).
+
+        Where the clock stepped back, from the poll count (``seq``), as `report` measures it;
+        never less than the position already played.
+        """
+        last = self._last()
         if last is None or self._t0 is None:
             return 0.0
-        return max(0.0, last - self._t0)
+        if self._clock_stepped(last):
+            span = max(0, last.seq - self._seq0) * self._interval
+        else:
+            span = last.t - self._t0
+        played = self._current.t - self._t0 if self._current is not None else 0.0
+        return max(0.0, span, played)
 
-    def _last_t(self) -> float | None:
+    def _clock_stepped(self, last: _Tail | None = None) -> bool:
+        """Whether the recorded clock went back (seen so far, or between first and last)."""
+        if self._order.stepped or self._reader.steps_back:
+            return True
+        last = last or self._last()
+        return last is not None and self._t0 is not None and last.t < self._t0
+
+    def _last(self) -> _Tail | None:
         try:
             fh = self._reader.fh
             refresh_stream(fh)  # the file may still be growing
@@ -181,7 +224,7 @@ class ReplaySource:
         if size == self._tail_cache[0]:
             return self._tail_cache[1]
         frame = last_frame(fh, self._data_start, size)
-        self._tail_cache = (size, None if frame is None else frame.t)
+        self._tail_cache = (size, None if frame is None else _Tail(frame.t, frame.seq))
         return self._tail_cache[1]
 
     # -- controls ---------------------------------------------------------------------------
@@ -258,8 +301,9 @@ class ReplaySource:
                 continue  # bad lines are counted when the reader gets to them
         return None
 
-    def _offset_for(self, abs_t: float) -> int:
-        """Byte offset of the first line whose frame has ``t >= abs_t`` (bisect on bytes)."""
+    def _offset_for(self, target: float, key: Callable[[Frame], float] = _time) -> int:
+        """Byte offset of the first line whose frame has ``key >= target`` (bisect on bytes);
+        ``key`` is the frame's ``t``, or its ``seq`` where the clock stepped back."""
         size = stream_size(self._reader.fh)
         lo, hi = self._data_start, size
         while hi - lo > _SCAN_BYTES:
@@ -270,7 +314,7 @@ class ReplaySource:
                 hi = mid
                 continue
             frame, offset = found
-            if frame.t < abs_t:
+            if key(frame) < target:
                 lo = self._reader.fh.tell()  # the line after it
             else:
                 hi = offset
@@ -287,7 +331,7 @@ class ReplaySource:
             if not line:
                 return best
             try:
-                if Frame.model_validate_json(line).t >= abs_t:
+                if key(Frame.model_validate_json(line)) >= target:
                     return offset
             except ValueError:
                 continue
@@ -297,7 +341,13 @@ class ReplaySource:
         target = self._seek_target
         if target is None or self._t0 is None:
             return
-        offset = self._offset_for(self._t0 + target - 1e-6)
+        if self._clock_stepped():
+            # Recorded times do not sort: go by poll count, and place what follows from there.
+            offset = self._offset_for(self._seq0 + target / self._interval - 1e-6, _seq)
+            self._order.restart(anchor=self._t0 + target)
+        else:
+            offset = self._offset_for(self._t0 + target - 1e-6)
+            self._order.restart()
         self._reader.seek(offset)
         self._pending = None
         self._seek_target = None
@@ -372,6 +422,7 @@ class ReplaySource:
                     self._wake.clear()
                 continue
             self.at_end = False
+            frame = self._order.place(frame, self._interval)
             if prev_t is not None and not await self._wait(frame.t - prev_t):
                 if self._closed:
                     return

@@ -88,7 +88,7 @@ def test_json_is_check_shape_plus_shares() -> None:
     dumped = json.loads(data.model_dump_json())
     assert set(CheckReport.model_fields) <= set(dumped)
     assert set(dumped) - set(CheckReport.model_fields) == {
-        "verdict_share", "job_worst", "file", "judged", "skipped_lines", "header"
+        "verdict_share", "job_worst", "file", "judged", "skipped_lines", "file_notes", "header"
     }
     card = dumped["cards"][0]
     assert set(card) - set(CheckCard.model_fields) == {"verdict_share", "worst"}

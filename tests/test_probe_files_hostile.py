@@ -21,7 +21,31 @@ from gpusat_tui.host.probe_writer import is_python, writer_refusal
 from gpusat_tui.model import CardReading
 from gpusat_tui.probe.layout import file_name
 from gpusat_tui.probes import ProbePoller, ProbeReader
-from tests.test_probes_reader import HAND_WRITTEN, mine, write
+
+#: A layout-1 file from the documented keys (as tests/test_probes_reader.py has it).
+HAND_WRITTEN: dict[str, Any] = {
+    "layout": 1, "pid": 0, "start_ticks": None, "uid": os.getuid(), "t": 1000.0,
+    "elapsed_s": 12.5, "interval_s": 1.0, "batches": 300, "steps": 290, "data_wait_s": 5.0,
+    "data_wait_pct": 43.0, "step_ms": 182.0, "step_source": "optimizer",
+    "batches_per_s": 5.5, "samples_per_s": 1240.0, "batch_size": 225, "rank": 1,
+    "local_rank": 1, "world_size": 8, "device_type": "cuda", "device_index": 1, "hip": False,
+    "env": {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    "alloc": {"allocated_bytes": 10 * 2**30, "reserved_bytes": 12 * 2**30,
+              "inactive_split_bytes": 2**28, "alloc_retries": 0, "ooms": 0},
+    "cmd": "train.py",
+}
+
+
+def write(folder: Path, doc: dict[str, Any], pid: int | None = None) -> Path:
+    path = folder / file_name(doc["pid"] if pid is None else pid)
+    path.write_text(json.dumps(doc))
+    path.chmod(0o600)
+    return path
+
+
+def mine(**update: Any) -> dict[str, Any]:
+    """A layout-1 document of this (live, Python) test process, published just now."""
+    return {**HAND_WRITTEN, "pid": os.getpid(), "t": time.time(), **update}
 
 
 def nv(index: int) -> CardReading:

@@ -100,7 +100,7 @@ class RequestDeadline:
         self._timer.daemon = True
         self._timer.start()
 
-    def connection(self, base: type[http.client.HTTPConnection]) -> type:
+    def connection(self, base: type[http.client.HTTPConnection]) -> Any:
         """``base`` whose sockets this deadline shuts down. The socket is kept here because
         urllib lets go of the connection's once the headers are in (the answer's file still
         reads from it)."""

@@ -62,6 +62,13 @@ ProcessRole = Literal["trainer", "dataloader_worker"]
 MAX_UNIX_TIME = 1e11
 
 
+def host_in_id(host: str) -> str:
+    """A host as it stands in a card id: ``/`` (and ``%``, so quoting stays one-to-one)
+    percent-quoted, so ``host/vendor:index`` reads one way only (a Kubernetes ``ns/pod`` host
+    label is ``ns%2Fpod/nvidia:0``). Other hosts are unchanged."""
+    return host.replace("%", "%25").replace("/", "%2F")
+
+
 def _finite_or_none(value: float | None) -> float | None:
     """NaN and infinities are as good as missing: a verdict must never see them."""
     if value is None:
@@ -176,11 +183,11 @@ class CardReading(_Model):
     def id(self) -> str:
         """Stable card id used everywhere (`check --json`, recordings, UI): ``vendor:index``,
         ``vendor:index/instance`` for a part of a card (``nvidia:0/mig1``), and ``host/...`` in
-        front for a card with a ``host`` (the fleet view)."""
+        front for a card with a ``host`` (the fleet view; `host_in_id` quotes a ``/`` in it)."""
         card = f"{self.vendor}:{self.index}"
         if self.instance is not None:
             card = f"{card}/{self.instance}"
-        return f"{self.host}/{card}" if self.host else card
+        return f"{host_in_id(self.host)}/{card}" if self.host else card
 
     @property
     def power_frac(self) -> float | None:

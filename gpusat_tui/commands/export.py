@@ -1,8 +1,11 @@
 """``gpusat-tui export``: the dashboard's poller and verdicts, headless, as a Prometheus target.
 
 The same `LiveSource` and `VerdictTracker` as the dashboard and ``check`` run in the main
-thread's event loop; prometheus_client's HTTP server (a daemon thread) serves ``/metrics``
-through `export_metrics.ExportCollector`, which reads the snapshot the last poll left. A scrape
+thread's event loop; prometheus_client's WSGI app, on a threading HTTP server in a daemon
+thread, serves ``/metrics`` through `export_metrics.ExportCollector`, which reads the snapshot
+the last poll left. The server is ours only for its listen backlog (`LISTEN_BACKLOG`; the
+library's ``start_http_server`` keeps Python's 5, and a burst of scrapers then waited a second
+each past the fifth, on the kernel's SYN retry). A scrape
 therefore never waits on a tool call, and a hung tool shows up as ageing figures
 (``gpusat_card_figures_age_seconds``) and a counted error, not as a slow scrape.
 
@@ -22,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import socket
+import threading
 from typing import TYPE_CHECKING, Any
 
 from gpusat_tui.commands.options import ExportOptions
@@ -35,9 +39,14 @@ if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that im
     from gpusat_tui.notify.notifier import Notifier
     from gpusat_tui.notify.status_file import StatusFileWriter
 
-__all__ = ["DEFAULT_LISTEN", "parse_listen", "run_export", "serve"]
+__all__ = ["DEFAULT_LISTEN", "LISTEN_BACKLOG", "parse_listen", "run_export", "serve"]
 
 DEFAULT_LISTEN = "127.0.0.1:9478"
+#: Connections the kernel completes and queues before the server accepts them (Linux caps it at
+#: ``net.core.somaxconn``, 4096 on current kernels). A fleet's Prometheus servers and their
+#: replicas scraping at once stay well under it; a queued connection costs the kernel a few
+#: hundred bytes.
+LISTEN_BACKLOG = 1024
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -69,7 +78,10 @@ def serve(state: ExportState, address: str, port: int) -> tuple[Any, str]:
 
     Raises OSError when the address cannot be bound (in use, not ours, no permission).
     """
-    from prometheus_client import CollectorRegistry, start_http_server
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from prometheus_client import CollectorRegistry, make_wsgi_app
+    from prometheus_client.exposition import ThreadingWSGIServer
     from prometheus_client.process_collector import ProcessCollector
 
     from gpusat_tui.commands.export_metrics import ExportCollector
@@ -77,7 +89,22 @@ def serve(state: ExportState, address: str, port: int) -> tuple[Any, str]:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ExportCollector(state))
     ProcessCollector(registry=registry)  # the library's standard process_* metrics
-    server, _thread = start_http_server(port, addr=address, registry=registry)
+    # As start_http_server does (an IPv6 address needs an IPv6 socket), plus the backlog.
+    family, _, _, _, sockaddr = socket.getaddrinfo(
+        address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+
+    class Server(ThreadingWSGIServer):
+        address_family = family
+        request_queue_size = LISTEN_BACKLOG
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            """No line on stderr per scrape."""
+
+    server = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server,
+                         handler_class=QuietHandler)
+    threading.Thread(target=server.serve_forever, name="gpusat-export-http", daemon=True).start()
     bound = server.server_port
     shown = f"[{address}]" if ":" in address else address
     return server, f"http://{shown}:{bound}/metrics"

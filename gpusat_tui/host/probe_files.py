@@ -2,11 +2,16 @@
 
 A probe file (`gpusat_tui.probe.layout`) is written by a process the monitor does not control,
 so everything in it is data to check, never trust: a file that is truncated, random bytes, of a
-newer layout, of a dead PID, owned by another user, a symlink, a FIFO or huge gives one note
-(said once per file and reason) and is skipped; nothing blocks (files are opened non-blocking,
-never followed, and read up to `MAX_BYTES`), nothing raises. The file of a process that is gone
-is removed. Nothing read here is executed; strings are cut short and sanitised before they reach
-a note.
+newer layout, of a dead or impossible PID, owned by another user, a symlink, a FIFO or huge, or
+that names a process which cannot have written it (`host.probe_writer`: not a Python
+interpreter, another user's, started after the file), gives one note (said once per file and
+reason) and is skipped; a figure that cannot be (`host.probe_figures`) is dropped with a note.
+One bad file costs that file only: whatever it raises, the other files are read. Nothing
+blocks (files are opened non-blocking, never followed, and read up to `MAX_BYTES`), nothing
+raises. The file of a process that is gone is removed. A folder full of bad files gives one
+summary note per poll (`host.probe_notes`), and a bad file that has not changed since is not
+read again. Nothing read here is executed; strings are cut short and sanitised before they
+reach a note.
 
 Reading one file costs one ``open``/``fstat``/``read``/``close`` and a small ``json.loads``
 (`benchmarks/bench_probe.py`).
@@ -17,11 +22,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from gpusat_tui.host.probe_figures import bound_probe_figures
+from gpusat_tui.host.probe_notes import ProbeNotes
+from gpusat_tui.host.probe_writer import writer_refusal
 from gpusat_tui.model import CardProcess, CardReading, ProbeAlloc, ProbeSample
 from gpusat_tui.probe.layout import (
     ALLOC_KEYS,
@@ -37,6 +46,12 @@ __all__ = ["ProbeFileError", "ProbePoller", "ProbeReader", "parse_probe", "tie_c
 
 #: A file not rewritten for this long, whose PID is gone, is a leftover: removed.
 STALE_S = 5.0
+#: No PID is above Linux's PID_MAX_LIMIT (2**22; other systems stay lower): a file naming one
+#: is not a probe's.
+PID_LIMIT = 2**22
+#: A publication time this far ahead of the monitor's clock is no time (it would stay fresh
+#: forever); a little ahead is a clock that differs.
+FUTURE_SLACK_S = 300.0
 
 #: Device type (and ROCm build) as the trainer's framework names it -> vendors it can be.
 DEVICE_VENDORS: dict[tuple[str, bool], tuple[str, ...]] = {
@@ -63,7 +78,12 @@ VISIBLE_CHAIN: dict[str, tuple[tuple[str, ...], ...]] = {
 
 
 class ProbeFileError(ValueError):
-    """A probe file that cannot be used; the message says why in plain words."""
+    """A probe file that cannot be used; the message says why in plain words, ``kind`` how the
+    notes count it ("corrupt", "refused", "unreadable")."""
+
+    def __init__(self, message: str, kind: str = "corrupt") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def _clean(text: object, limit: int = 64) -> str:
@@ -75,7 +95,10 @@ def _clean(text: object, limit: int = 64) -> str:
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int of 400 digits
+        return None
     return value if value == value and abs(value) != float("inf") else None
 
 
@@ -101,12 +124,14 @@ def parse_probe(data: bytes) -> dict[str, Any]:
     if layout > LAYOUT_VERSION:
         raise ProbeFileError(
             f"written by a newer probe (layout {layout}, this monitor reads {LAYOUT_VERSION}): "
-            "update gpusat-tui"
+            "update gpusat-tui", "refused",
         )
     if layout < 1:
         raise ProbeFileError(f"unknown layout {layout}")
     if _int(doc.get("pid")) is None or doc["pid"] <= 0:
         raise ProbeFileError("not a probe file (no PID)")
+    if doc["pid"] > PID_LIMIT:
+        raise ProbeFileError(f"not a probe file (PID {str(doc['pid'])[:24]} cannot be)")
     return doc
 
 
@@ -121,6 +146,10 @@ def _alloc(raw: Any) -> ProbeAlloc | None:
 
 def _visible_entries(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
+
+
+#: A device number in a visibility variable: ASCII digits, as CUDA reads it ("²" is no index).
+_ENTRY_INDEX = re.compile(r"-?[0-9]{1,9}")
 
 
 def _physical_index(
@@ -140,7 +169,7 @@ def _physical_index(
         if index >= len(entries):
             return None, exact
         entry = entries[index]
-        if entry.lstrip("-").isdigit():
+        if _ENTRY_INDEX.fullmatch(entry):
             index = int(entry)
             continue
         by_uuid = [c for c in cards if c.uuid and c.uuid.lower().startswith(entry.lower())]
@@ -237,7 +266,7 @@ def _pid_state(pid: int, start_ticks: int | None) -> str:
         return "gone"
     except PermissionError:
         pass  # exists, another user's
-    except OSError:
+    except (OSError, OverflowError, ValueError):  # OverflowError: a PID beyond a C int
         return "unknown"
     if start_ticks is None:
         return "alive"
@@ -252,6 +281,10 @@ def _pid_state(pid: int, start_ticks: int | None) -> str:
     return "alive" if now_ticks == start_ticks else "gone"
 
 
+#: What `ProbeReader` remembers of a file found bad: (inode, mtime in ns, size).
+_Fingerprint = tuple[int, int, int]
+
+
 class ProbeReader:
     """One `sample()` per poll: every live probe as a `ProbeSample`, and notes for the rest."""
 
@@ -260,12 +293,16 @@ class ProbeReader:
         dirs: Sequence[str] | None = None,
         clock: Callable[[], float] = time.time,
         pid_state: Callable[[int, int | None], str] = _pid_state,
+        writer_check: Callable[[int, int | None, float], str | None] = writer_refusal,
     ) -> None:
         self._dirs = list(dirs) if dirs is not None else None
         self._clock = clock
         self._pid_state = pid_state
+        self._writer_check = writer_check
         self._uid = os.getuid() if hasattr(os, "getuid") else None
-        self._said: set[str] = set()
+        self._notes = ProbeNotes()
+        #: Files refused for what they hold, as they were then: not read again until changed.
+        self._bad: dict[str, _Fingerprint] = {}
 
     def dirs(self) -> list[str]:
         return list(self._dirs) if self._dirs is not None else default_dirs()
@@ -273,9 +310,10 @@ class ProbeReader:
     def sample(
         self, cards: Sequence[CardReading] = (), card_processes: Sequence[CardProcess] = ()
     ) -> tuple[list[ProbeSample], list[str]]:
-        notes: list[str] = []
         samples: list[ProbeSample] = []
         now = self._clock()
+        self._notes.begin()
+        present: set[str] = set()
         for folder in self.dirs():
             try:
                 entries = list(os.scandir(folder))
@@ -285,61 +323,105 @@ class ProbeReader:
                 name = entry.name
                 if not (name.startswith(FILE_PREFIX) and name.endswith(FILE_SUFFIX)):
                     continue
+                path = entry.path
+                present.add(path)
+                self._notes.present(path)
+                shown = _clean(path, 200)
                 try:
-                    doc = self._read(entry.path)
-                    if f"{FILE_PREFIX}{doc['pid']}{FILE_SUFFIX}" != name:
-                        raise ProbeFileError(f"says PID {doc['pid']}")
+                    sample = self._one(entry, now, cards, card_processes)
                 except ProbeFileError as exc:
-                    self._note(notes, f"probe file {_clean(entry.path, 200)} ignored: {exc}")
+                    self._notes.add(path, exc.kind, f"probe file {shown} ignored: {exc}")
                     continue
-                except Exception as exc:  # a reader bug must never take the poll down
-                    self._note(notes, f"probe file {_clean(entry.path, 200)} unreadable: "
-                                      f"{type(exc).__name__}")
+                except Exception as exc:  # whatever one file does costs that file only
+                    self._notes.add(path, "unreadable",
+                                    f"probe file {shown} unreadable: {type(exc).__name__}")
                     continue
-                pid = doc["pid"]
-                ticks = _int(doc.get("start_ticks"))
-                state = self._pid_state(pid, ticks)
-                t = _num(doc.get("t"))
-                age = now - t if t is not None else None
-                if state == "gone" and (age is None or age > STALE_S):
-                    self._remove(entry.path, pid, notes)
-                    continue
-                if state == "gone":
-                    # Fresh, but no such PID here: a trainer in another PID namespace sharing
-                    # this folder (a container), or one killed a moment ago (its figures then
-                    # age out of the verdict, and the file is removed once stale).
-                    self._note(notes, f"probe of PID {pid}: no such process here (another PID "
-                                      "namespace?); its figures are used while they are fresh")
-                card_id, tie = tie_card(doc, cards, card_processes)
-                samples.append(sample_of(doc, now, card_id, tie))
+                if sample is not None:
+                    samples.append(sample)
+        for path in [p for p in self._bad if p not in present]:
+            del self._bad[path]
         samples.sort(key=lambda s: (s.rank if s.rank is not None else 1 << 30, s.pid))
-        return samples, notes
+        return samples, self._notes.finish()
 
-    def _read(self, path: str) -> dict[str, Any]:
+    def _one(
+        self,
+        entry: os.DirEntry[str],
+        now: float,
+        cards: Sequence[CardReading],
+        card_processes: Sequence[CardProcess],
+    ) -> ProbeSample | None:
+        """The sample of one file; None when there is none to give (said, or removed)."""
+        path = entry.path
+        fingerprint = _fingerprint(entry)
+        if fingerprint is not None and self._bad.get(path) == fingerprint:
+            return None  # refused before and unchanged: its note was said
+        try:
+            doc, info = self._read(path)
+            if f"{FILE_PREFIX}{doc['pid']}{FILE_SUFFIX}" != entry.name:
+                raise ProbeFileError(f"says PID {doc['pid']}", "refused")
+        except ProbeFileError:
+            if fingerprint is not None:
+                self._bad[path] = fingerprint
+            raise
+        self._bad.pop(path, None)
+        pid = doc["pid"]
+        state = self._pid_state(pid, _int(doc.get("start_ticks")))
+        doc, rejected = bound_probe_figures(doc)
+        t = _num(doc.get("t"))
+        if t is not None and t > now + FUTURE_SLACK_S:
+            rejected["t"], doc["t"], t = t, None, None
+        age = now - t if t is not None else None
+        if state == "gone" and (age is None or age > STALE_S):
+            self._remove(path, pid)
+            return None
+        if state == "gone":
+            # Fresh, but no such PID here: a trainer in another PID namespace sharing this
+            # folder (a container), or one killed a moment ago (its figures then age out of
+            # the verdict, and the file is removed once stale).
+            self._notes.add(path, "namespace",
+                            f"probe of PID {pid}: no such process here (another PID namespace?); "
+                            "its figures are used while they are fresh", key="namespace")
+        else:
+            refusal = self._writer_check(pid, info.st_uid, info.st_mtime)
+            if refusal is not None:
+                raise ProbeFileError(refusal, "refused")
+        if rejected:
+            figures = ", ".join(f"{k}={_clean(v, 24)}" for k, v in sorted(rejected.items()))
+            self._notes.add(
+                path, "figures",
+                f"probe of PID {pid}: impossible figures dropped ({figures})",
+                key="figures " + " ".join(sorted(rejected)),
+            )
+        card_id, tie = tie_card(doc, cards, card_processes)
+        sample = sample_of(doc, now, card_id, tie)
+        self._notes.usable(path)
+        return sample
+
+    def _read(self, path: str) -> tuple[dict[str, Any], os.stat_result]:
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         flags |= getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(path, flags)
         except FileNotFoundError:
-            raise ProbeFileError("gone while reading") from None
+            raise ProbeFileError("gone while reading", "unreadable") from None
         except OSError as exc:
             if os.path.islink(path):
-                raise ProbeFileError("a symlink (never followed)") from None
-            raise ProbeFileError(f"cannot open ({exc.strerror or exc})") from None
+                raise ProbeFileError("a symlink (never followed)", "refused") from None
+            raise ProbeFileError(f"cannot open ({exc.strerror or exc})", "unreadable") from None
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
-                raise ProbeFileError("not a regular file")
+                raise ProbeFileError("not a regular file", "refused")
             if self._uid is not None and info.st_uid != self._uid:
-                raise ProbeFileError(f"owned by another user (uid {info.st_uid})")
+                raise ProbeFileError(f"owned by another user (uid {info.st_uid})", "refused")
             if info.st_size > MAX_BYTES:
-                raise ProbeFileError(f"larger than {MAX_BYTES // 1024} KiB")
+                raise ProbeFileError(f"larger than {MAX_BYTES // 1024} KiB", "refused")
             data = os.read(fd, MAX_BYTES + 1)
         finally:
             os.close(fd)
-        return parse_probe(data)
+        return parse_probe(data), info
 
-    def _remove(self, path: str, pid: int, notes: list[str]) -> None:
+    def _remove(self, path: str, pid: int) -> None:
         # A trainer killed mid-publication also left its temporary file (hidden, never read).
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(os.path.dirname(path), tmp_name(pid)))
@@ -348,16 +430,18 @@ class ProbeReader:
         except FileNotFoundError:
             return
         except OSError as exc:
-            self._note(notes, f"probe file of exited PID {pid} left in place: "
-                              f"{exc.strerror or exc}")
+            self._notes.add(path, "exited", f"probe file of exited PID {pid} left in place: "
+                                            f"{exc.strerror or exc}")
             return
-        notes.append(f"PID {pid} exited: its probe file was removed")
+        self._notes.add(path, "exited", f"PID {pid} exited: its probe file was removed")
 
-    def _note(self, notes: list[str], text: str) -> None:
-        """Each bad file is said once, not on every poll."""
-        if text not in self._said:
-            self._said.add(text)
-            notes.append(text)
+
+def _fingerprint(entry: os.DirEntry[str]) -> _Fingerprint | None:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 class ProbePoller:

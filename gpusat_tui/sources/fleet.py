@@ -11,13 +11,16 @@ The verdicts the exporters computed (they see the trainer, its workers and the p
 fleet does not) are kept in `FleetSource.verdicts` and `FleetSource.job_verdicts`, for
 `analysis.fleet.FleetTracker`; Frames stay raw figures, as everywhere else.
 
-Nothing the server does can freeze or crash the view: each request runs in a thread with a
-timeout; an unreachable or slow server, an HTTP or query error or an answer that is not what
-the API documents becomes a `ToolError` (tool ``prometheus``) on that Frame and the cards are
-carried over with ``stale_s`` = their age. A host whose series are gone (its exporter stopped
-and Prometheus marked its series stale) keeps its cards on screen marked stale, with an error
-naming it, for `FORGET_S`; then its cards are dropped with a note. What is asked and how the
-answers become cards is `fleet_answers` (pure); the HTTP API and its errors, `prometheus_api`.
+Nothing the server does can freeze, crash or hold open the view: each request runs in a daemon
+thread (`daemon_call`) with a deadline over the whole request, body included
+(`prometheus_api`), so a server that trickles its answer costs one poll ``timeout`` seconds
+and never delays the exit; an unreachable or slow server, an HTTP or query error or an answer
+that is not what the API documents becomes a `ToolError` (tool ``prometheus``) on that Frame
+and the cards are carried over with ``stale_s`` = their age. A host whose series are gone (its
+exporter stopped and Prometheus marked its series stale) keeps its cards on screen marked
+stale, with an error naming it, for `FORGET_S`; then its cards are dropped with a note. What is
+asked and how the answers become cards is `fleet_answers` (pure); the HTTP API and its errors,
+`prometheus_api`.
 
 Cost (``benchmarks/bench_export.py``): the answer for 64 hosts x 8 cards is about 1.4 MB of
 JSON per poll, parsed into a Frame in the request's thread, not the UI's.
@@ -30,10 +33,11 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import CardReading, Frame, JobContext, ToolError
+from gpusat_tui.sources.daemon_call import in_daemon_thread
 from gpusat_tui.sources.fleet_answers import (
     HISTORY_FIGURES,
     CardKey,
@@ -47,6 +51,8 @@ from gpusat_tui.sources.fleet_answers import (
 from gpusat_tui.sources.prometheus_api import FleetError, PrometheusAPI, parse_matcher, selector
 
 __all__ = ["FORGET_S", "FleetSource", "build_fleet"]
+
+T = TypeVar("T")
 
 #: Seconds a host that stopped reporting stays on screen (marked stale) before it is dropped.
 FORGET_S = 600.0
@@ -110,11 +116,17 @@ class FleetSource:
         failing = f" · server {self._failing}" if self._failing else ""
         return f"fleet {server}{hosts}{failing}"
 
-    async def _get(self, endpoint: str, params: Mapping[str, str]) -> Any:
-        # The thread's own timeout bounds the wait; this one is the backstop should a server
-        # trickle bytes forever (the thread then finishes on its own, nothing waits on it).
+    async def _get(
+        self, endpoint: str, params: Mapping[str, str], read: Callable[[Any], T]
+    ) -> T:
+        """``read(data)`` of one request, both in a daemon thread (the answer is parsed off the
+        event loop). The request's deadline bounds the wait; this one is the backstop, should
+        anything else in the thread hang (the thread is then dropped, nothing waits on it)."""
+        def request() -> T:
+            return read(self.api.get(endpoint, params))
+
         return await asyncio.wait_for(
-            asyncio.to_thread(self.api.get, endpoint, params), self.timeout * 2 + 1.0
+            in_daemon_thread(request, name="gpusat-prometheus"), self.timeout * 2 + 1.0
         )
 
     async def _history(self) -> list[Frame]:
@@ -126,8 +138,7 @@ class FleetSource:
             "end": f"{end:.3f}",
             "step": f"{step:g}",
         }
-        data = await self._get("query_range", params)
-        return await asyncio.to_thread(history_frames, data)
+        return await self._get("query_range", params, history_frames)
 
     async def poll_once(self) -> Frame:
         """Ask once; never raises for the server's misbehaviour."""
@@ -136,8 +147,9 @@ class FleetSource:
         notes: list[str] = []
         answer: FleetAnswer | None = None
         try:
-            data = await self._get("query", {"query": instant_query(self.matchers)})
-            answer = await asyncio.to_thread(frame_from_answer, data)
+            answer = await self._get(
+                "query", {"query": instant_query(self.matchers)}, frame_from_answer
+            )
         except FleetError as exc:
             errors.append(ToolError(tool="prometheus", message=str(exc), kind=exc.kind))
         except TimeoutError:

@@ -4,21 +4,23 @@ as data.
 
 Cards carry ``host`` (the exporter's ``host`` label, else Prometheus' ``instance``), so their
 ids (``host/vendor:index``, ``host/vendor:index/mig1`` for a MIG instance) are unique across
-hosts. Label values are cleaned of control characters and capped before use: they end up on
-the terminal. A series that cannot be tied to a card is skipped, with a note when that tells
-the user something.
+hosts; a ``/`` in a host label is quoted in the id (``ns%2Fpod/nvidia:0``, with a note), so an
+id reads one way only. Every label value (host, instance, name, uuid, cause) goes through the
+sanitiser (`gpusat_tui.text.clean`: whole escape sequences removed, controls shown as ``?``)
+and is capped before use: they end up on the terminal. A series that cannot be tied to a card
+is skipped, with a note when that tells the user something.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusat_tui.model import VENDORS, VERDICT_KINDS, CardReading, Frame, JobContext
+from gpusat_tui.model import VENDORS, VERDICT_KINDS, CardReading, Frame, JobContext, host_in_id
 from gpusat_tui.sources.prometheus_api import selector
+from gpusat_tui.text import clean
 
 __all__ = [
     "BUSY_LABEL",
@@ -97,10 +99,9 @@ def instant_query(matchers: Sequence[str] = ()) -> str:
 
 
 def clean_label(value: object) -> str:
-    """A label value fit for the terminal: no control or format characters, capped."""
-    text = "".join(
-        ch if unicodedata.category(ch)[0] != "C" else " " for ch in str(value)
-    ).strip()
+    """A label value fit for the terminal: the sanitiser's (escape sequences removed whole,
+    control and format characters shown as ``?``), trimmed and capped."""
+    text = clean(value, limit=1 << 30).strip()
     if len(text) > MAX_LABEL_CHARS:
         text = text[: MAX_LABEL_CHARS - 1] + "…"
     return text
@@ -131,6 +132,11 @@ def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | No
     exporter's ``card`` label tells them apart (``nvidia:0/mig1``)."""
     vendor = labels.get("vendor")
     host = host_of(labels)
+    if host_in_id(host) != host:
+        notes.setdefault(
+            f"host label {host!r} holds '/' or '%': its card ids quote them "
+            f"({host_in_id(host)}/{vendor if vendor in VENDORS else 'vendor'}:index)", None,
+        )
     if vendor not in VENDORS:
         notes.setdefault(f"{host}: unknown vendor {clean_label(vendor)!r} skipped", None)
         return None
@@ -155,7 +161,13 @@ def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | No
 def _key_id(key: CardKey) -> str:
     """The id the `CardReading` of ``key`` has (``host/vendor:index[/instance]``)."""
     host, vendor, index, instance = key
-    return f"{host}/{vendor}:{index}/{instance}" if instance else f"{host}/{vendor}:{index}"
+    card = f"{vendor}:{index}/{instance}" if instance else f"{vendor}:{index}"
+    return f"{host_in_id(host)}/{card}"
+
+
+def _cause(labels: Mapping[str, Any]) -> str | None:
+    cause = labels.get("cause")
+    return (clean_label(cause) or None) if cause else None
 
 
 @dataclass
@@ -194,7 +206,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         if name == "gpusat_job_verdict":
             kind = labels.get("kind")
             if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
-                jobs.setdefault(host_of(labels), RemoteVerdict(kind, labels.get("cause") or None))
+                jobs.setdefault(host_of(labels), RemoteVerdict(kind, _cause(labels)))
             continue
         if name == "gpusat_exporter_last_poll_timestamp_seconds":
             continue
@@ -219,7 +231,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         if name == "gpusat_card_verdict":
             kind = labels.get("kind")
             if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
-                verdicts.setdefault(_key_id(key), RemoteVerdict(kind, labels.get("cause") or None))
+                verdicts.setdefault(_key_id(key), RemoteVerdict(kind, _cause(labels)))
             continue
         target = FIGURES.get(str(name))
         if target is None:

@@ -1,16 +1,24 @@
 """Talking to a Prometheus server: PromQL selectors from ``--match``, and GETs of its HTTP API
 whose answers are checked to be the API's before anyone reads them.
 
-Blocking on purpose (`PrometheusAPI.get` runs in a thread, with a timeout): the fleet source
-keeps its event loop free and never waits on a slow server. Every failure is one `FleetError`
-with a ``kind`` the status line shows: ``unreachable``, ``timeout``, ``http``, ``query``,
-``parse``.
+Blocking on purpose (`PrometheusAPI.get` runs in a daemon thread): the fleet source keeps its
+event loop free and never waits on a slow server. The timeout bounds the whole request, not
+each read: a server that sends its headers and then a byte now and then (or nothing) is cut off
+when the time is up (`RequestDeadline` shuts the socket down), and an answer larger than
+`MAX_ANSWER_BYTES` is refused. Every failure is one `FleetError` with a ``kind`` the status line
+shows: ``unreachable``, ``timeout``, ``http``, ``query``, ``parse``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.client
 import json
 import re
+import socket
+import ssl
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,7 +27,20 @@ from typing import Any
 
 from gpusat_tui.errors import GpusatError
 
-__all__ = ["FleetError", "PrometheusAPI", "decode_answer", "parse_matcher", "selector"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "FleetError",
+    "PrometheusAPI",
+    "RequestDeadline",
+    "decode_answer",
+    "parse_matcher",
+    "selector",
+]
+
+#: Largest answer read: 64 hosts x 8 cards is about 1.4 MB, so this is thousands of cards.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+#: Most bytes one read asks for; a read returns whatever one ``recv`` brought.
+_CHUNK = 256 * 1024
 
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _MATCHER = re.compile(r"^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)(.*)$")
@@ -62,6 +83,113 @@ def selector(names: Iterable[str], matchers: Sequence[str] = ()) -> str:
 # --- HTTP ---------------------------------------------------------------------------------------
 
 
+class RequestDeadline:
+    """The end of one request: when it comes, the request's sockets are shut down, so a read
+    blocked on a server that trickles returns at once (a socket timeout only bounds each read).
+
+    A TLS handshake is bounded per read only (the socket is not the connection's until it is
+    done). Costs one timer thread per request, cancelled when the request ends.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self.expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def connection(self, base: type[http.client.HTTPConnection]) -> Any:
+        """``base`` whose sockets this deadline shuts down. The socket is kept here because
+        urllib lets go of the connection's once the headers are in (the answer's file still
+        reads from it)."""
+        deadline = self
+
+        class Tracked(base):  # type: ignore[valid-type,misc]
+            def connect(self) -> None:
+                super().connect()
+                deadline.track(self.sock)
+
+        return Tracked
+
+    def track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            expired = self.expired
+        if expired:
+            self._shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        # The OS-level shutdown (under a TLS socket too) wakes a blocked read; the short
+        # timeout ends reads of bytes still arriving after it. A socket already closed is a
+        # request already over.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            sock.settimeout(0.001)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: RequestDeadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self.deadline.connection(http.client.HTTPConnection), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: RequestDeadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(
+            self.deadline.connection(http.client.HTTPSConnection), req, context=_tls()
+        )
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The system's CAs, as urllib's default; loaded once (it costs milliseconds)."""
+    return ssl.create_default_context()
+
+
+def _read_body(answer: Any, deadline: RequestDeadline, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    """The whole body, read as it comes (``read1``: one ``recv`` at a time, so the deadline is
+    seen between two bytes of a trickle); `FleetError` past ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if deadline.expired:
+            raise FleetError("cut off by the deadline", "timeout")
+        chunk = answer.read1(_CHUNK)
+        if not chunk:
+            missing = getattr(answer, "length", None)  # what Content-Length still promised
+            if missing:
+                raise FleetError(
+                    f"the server closed the connection in the middle of its answer ({size} "
+                    f"bytes came, {missing} more were announced)", "unreachable",
+                )
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise FleetError(f"the answer is larger than {limit // (1024 * 1024)} MiB", "parse")
+        chunks.append(chunk)
+
+
 class PrometheusAPI:
     """Blocking GETs of the Prometheus HTTP API (run them in a thread)."""
 
@@ -72,30 +200,61 @@ class PrometheusAPI:
                 f"--prometheus expects the server's URL, like http://prom:9090, got {base_url!r}"
             )
         self.base_url = base_url.strip().rstrip("/")
+        #: Seconds one request may take, all of it: connecting, the headers and the body.
         self.timeout = float(timeout)
 
     def get(self, endpoint: str, params: Mapping[str, str]) -> Any:
-        """``data`` of a successful answer; raises `FleetError` for everything else."""
+        """``data`` of a successful answer; raises `FleetError` for everything else, within
+        ``timeout`` seconds whatever the server does."""
         url = f"{self.base_url}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        deadline = RequestDeadline(self.timeout)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                body = answer.read()
+            body = self._fetch(url, deadline)
+        except FleetError:
+            if deadline.expired:
+                raise self._timed_out() from None
+            raise
+        finally:
+            deadline.cancel()
+        if deadline.expired:  # what came before the cut is not the answer
+            raise self._timed_out()
+        return decode_answer(body)
+
+    def _timed_out(self) -> FleetError:
+        return FleetError(f"no whole answer within {self.timeout:g} s", "timeout")
+
+    def _fetch(self, url: str, deadline: RequestDeadline) -> bytes:
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        opener = urllib.request.build_opener(
+            _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline)
+        )
+        try:
+            with opener.open(request, timeout=self.timeout) as answer:
+                return _read_body(answer, deadline)
         except urllib.error.HTTPError as exc:  # 400/422/503: the API still explains in JSON
-            body = exc.read() if exc.fp is not None else b""
-            exc.close()
+            try:
+                body = _read_body(exc, deadline, 64 * 1024) if exc.fp is not None else b""
+            except (FleetError, OSError, ValueError, http.client.HTTPException):
+                body = b""
+            finally:
+                exc.close()
             message = _api_error(body) or f"HTTP {exc.code} {exc.reason}"
             raise FleetError(message, "query" if exc.code in (400, 422) else "http") from None
         except TimeoutError:
-            raise FleetError(f"no answer within {self.timeout:g} s", "timeout") from None
+            raise self._timed_out() from None
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, TimeoutError):
-                raise FleetError(f"no answer within {self.timeout:g} s", "timeout") from None
+                raise self._timed_out() from None
             raise FleetError(f"cannot reach {self.base_url}: {reason}", "unreachable") from None
-        except (OSError, ValueError) as exc:  # reset mid-answer, bad chunking...
-            raise FleetError(f"request failed: {exc}", "unreachable") from None
-        return decode_answer(body)
+        except http.client.IncompleteRead as exc:
+            raise FleetError(
+                f"the server closed the connection in the middle of its answer "
+                f"({len(exc.partial)} bytes came)", "unreachable",
+            ) from None
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # reset, bad chunking
+            raise FleetError(f"request failed: {type(exc).__name__}: {exc}", "unreachable") \
+                from None
 
 
 def _api_error(body: bytes) -> str | None:

@@ -87,7 +87,8 @@ def test_a_hand_written_layout_1_file_reads_as_documented(tmp_path: Path) -> Non
 def test_unknown_extra_keys_are_ignored_and_wrong_types_are_none(tmp_path: Path) -> None:
     write(tmp_path, mine(future_key={"x": 1}, step_ms="fast", rank=True, batches=-4))
     [sample], notes = ProbeReader(dirs=[str(tmp_path)]).sample()
-    assert notes == []
+    # A wrong type is unknown, silently; an impossible number is dropped with a note.
+    assert len(notes) == 1 and "impossible figures dropped (batches=-4)" in notes[0]
     assert (sample.step_ms, sample.rank, sample.batches) == (None, None, 0)
 
 

@@ -129,7 +129,7 @@ def test_odd_series_are_skipped_and_labels_cleaned() -> None:
     ]
     answer = frame_from_answer({"resultType": "vector", "result": series})
     cards = list(answer.cards.values())
-    assert [c.id for c in cards] == ["10.0.0.9:9478/amd:2", "h [31mx/nvidia:0"]
+    assert [c.id for c in cards] == ["10.0.0.9:9478/amd:2", "hx/nvidia:0"]  # ESC[31m gone whole
     assert cards[0].util_pct is None  # +Inf is no figure
     assert cards[1].util_pct == 50.0 and cards[1].power_w is None
     assert cards[1].name is not None and "\x1b" not in cards[1].name and "\x07" not in cards[1].name

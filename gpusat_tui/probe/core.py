@@ -55,8 +55,8 @@ def _wrap_next(orig: Callable[[Any], Any]) -> Callable[[Any], Any]:
             _batch_slow(data, n)
         return data
 
-    __next__._gpusat_probe = True  # type: ignore[attr-defined]
-    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
+    __next__._gpusat_probe = True  # type: ignore[attr-defined]  # our mark: never wrap twice
+    __next__.__wrapped__ = orig  # type: ignore[attr-defined]  # as functools.wraps sets it
     __next__.__qualname__ = getattr(orig, "__qualname__", "__next__")
     __next__.__doc__ = getattr(orig, "__doc__", None)
     return __next__
@@ -142,7 +142,7 @@ def _after_fork_in_child() -> None:
     """
     st = _STATE
     on, said = st.on, st.said
-    st.__init__()  # type: ignore[misc]
+    type(st).__init__(st)
     st.on, st.said = on, said
 
 
@@ -165,7 +165,7 @@ def _patch_optim(module: ModuleType) -> None:
     if register is None or getattr(module, "_gpusat_probe_hooked", False):
         return  # older torch: no global step hook, so no step figures
     register(lambda opt, args, kwargs: _on_step(opt, args, kwargs))
-    module._gpusat_probe_hooked = True  # type: ignore[attr-defined]
+    module._gpusat_probe_hooked = True  # type: ignore[attr-defined]  # our mark: hook once
 
 
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
@@ -184,7 +184,7 @@ def _run_patch(name: str, module: ModuleType) -> None:
 class _Loader(importlib.abc.Loader):
     """Runs the real loader, then our patch on the fresh module."""
 
-    def __init__(self, name: str, real: Any) -> None:
+    def __init__(self, name: str, real: importlib.abc.Loader) -> None:
         self._name = name
         self._real = real
 

@@ -45,6 +45,7 @@ __all__ = [
     "open_regular",
     "open_stream",
     "part_path",
+    "parts_stream",
     "refresh_stream",
     "session_paths",
     "sniff",
@@ -86,8 +87,8 @@ class LogicalFile:
         first = self.paths[0].name
         return first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} parts)"
 
-    def open(self) -> _Stream:
-        return _Stream(self.paths)
+    def open(self) -> PartsStream:
+        return PartsStream(self.paths)
 
 
 _KINDS = (
@@ -144,7 +145,7 @@ def _open_raw(path: Path) -> IndexedRaw | _PlainRaw:
         fh.close()
 
 
-class _Stream(LogicalRaw):
+class PartsStream(LogicalRaw):
     """The parts' logical streams back to back (later parts without their header line)."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
@@ -210,7 +211,7 @@ class _Stream(LogicalRaw):
     def damaged_blocks(self) -> int:
         return sum(len(raw.damaged) for raw in self._raws)
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # BufferedReader only passes memoryviews
         if self._pos >= self._size:
             return 0
         i = bisect.bisect_right(self._starts, self._pos) - 1
@@ -219,7 +220,7 @@ class _Stream(LogicalRaw):
         raw = self._raws[i]
         raw.seek(self._skips[i] + self._pos - self._starts[i])
         end = self._starts[i + 1] if i + 1 < len(self._starts) else self._size
-        n = raw.readinto(buffer[: min(len(buffer), end - self._pos)])  # type: ignore[arg-type]
+        n = raw.readinto(buffer[: min(len(buffer), end - self._pos)])
         n = n or 0
         self._pos += n
         return n
@@ -239,6 +240,12 @@ class _Stream(LogicalRaw):
             f"{n} damaged compressed block{'s' if n != 1 else ''} skipped "
             f"(the frames in {'them' if n != 1 else 'it'} are lost; the rest loads)"
         ]
+
+
+def parts_stream(fh: IO[bytes]) -> PartsStream | None:
+    """The parts of a session under a reader from `open_stream`; None for any other file."""
+    raw = getattr(fh, "raw", None)
+    return raw if isinstance(raw, PartsStream) else None
 
 
 def stream_size(fh: IO[bytes]) -> int:
@@ -323,4 +330,4 @@ def open_logical(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 def open_stream(logical: LogicalFile, buffer_size: int = 64 * 1024) -> IO[bytes]:
     """A buffered, seekable reader of the logical text (what `FrameReader` reads)."""
-    return io.BufferedReader(logical.open(), buffer_size)  # type: ignore[return-value]
+    return io.BufferedReader(logical.open(), buffer_size)

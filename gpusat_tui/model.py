@@ -12,7 +12,7 @@ are an interface: add fields with defaults, never rename or remove them without 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -27,6 +27,12 @@ VENDORS: tuple[Vendor, ...] = (
     "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren",
     "gaudi", "iluvatar", "enflame", "metax", "intel", "neuron", "tpu", "jetson", "tenstorrent",
 )
+
+
+def is_vendor(value: object) -> TypeGuard[Vendor]:
+    """Whether ``value`` (a label, a field of a file) names a vendor this version knows."""
+    return value in VENDORS
+
 
 #: What each vendor calls its utilisation figure, for labels on screen.
 UTIL_LABELS: dict[str, str] = {
@@ -55,6 +61,12 @@ VerdictKind = Literal[
 VERDICT_KINDS: tuple[VerdictKind, ...] = (
     "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown", "stalled"
 )
+
+
+def is_verdict_kind(value: object) -> TypeGuard[VerdictKind]:
+    """Whether ``value`` (a label from another exporter) is a verdict kind this version knows."""
+    return value in VERDICT_KINDS
+
 
 ProcessRole = Literal["trainer", "dataloader_worker"]
 

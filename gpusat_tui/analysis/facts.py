@@ -11,7 +11,7 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
@@ -142,7 +142,7 @@ def sorted_figures(values: Sequence[float | None]) -> list[float]:
     if values and values[0] is None:
         return sorted([v for v in values if v is not None])
     try:
-        return sorted(values)  # type: ignore[type-var]
+        return sorted(values)  # type: ignore[arg-type]  # a None fails the sort: caught below
     except TypeError:
         return sorted([v for v in values if v is not None])
 
@@ -234,8 +234,11 @@ class FrameFacts:
     any_throttle: bool = False
     #: Figures derived from this frame alone that a window reads again on every poll (the
     #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
-    #: bounded by the cards in the frame's windows; it goes with the frame.
-    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    #: bounded by the cards in the frame's windows; it goes with the frame. Keys are (what,
+    #: card id); each user reads back the tuple it stored.
+    memo: dict[tuple[str, str | None], tuple[Any, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 assert ProcFacts._fields == (

@@ -23,7 +23,7 @@ from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.probe_only import probe_only_verdict
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
-from gpusat_tui.model import VERDICT_KINDS, Verdict
+from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
 # from before.
@@ -206,8 +206,8 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
     for c in lag.throttled:
         why.append(f"{c}: {lag.throttle_lines[c]}, the others not: the lag is its clocks")
     why += [lag.held_line(), lag.grouping]
-    pf = {c: figures[c].pfrac for c in group
-          if c in figures and figures[c].pfrac is not None}
+    pf = {c: frac for c in group
+          if c in figures and (frac := figures[c].pfrac) is not None}
     if lag.basis != "power" and len(pf) == len(group):
         why.append("power: " + ", ".join(f"{c} {pct(100 * pf[c])} of cap" for c in group))
     advice = list(_STRAGGLER_ADVICE)
@@ -272,8 +272,8 @@ def judge_job(
             list(first.advice),
         ), verdicts
     by_kind = Counter(v.kind for v in known.values())
-    busy_kinds = [k for k in by_kind if k != "idle"]
-    kind = min(busy_kinds or ["idle"], key=SEVERITY.index)
+    busy_kinds: list[VerdictKind] = [k for k in by_kind if k != "idle"]
+    kind: VerdictKind = min(busy_kinds or ["idle"], key=SEVERITY.index)
     chosen = [v for v in known.values() if v.kind == kind]
     causes = Counter(v.cause for v in chosen)
     cause = causes.most_common(1)[0][0] if chosen else None

@@ -273,8 +273,8 @@ class Measured:
 
 
 def _delta(first: ProbeAlloc | None, last: ProbeAlloc, name: str) -> int | None:
-    now = getattr(last, name)
-    then = getattr(first, name) if first is not None else None
+    now: int | None = getattr(last, name)
+    then: int | None = getattr(first, name) if first is not None else None
     if now is None:
         return None
     return max(0, now - (then if then is not None else now))

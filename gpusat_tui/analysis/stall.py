@@ -81,7 +81,7 @@ def _stalled_polls(
         else:
             poll = _stall_poll(ff, card_id, tie, th)
             ff.memo[key] = (signature, lines, poll)
-        yield ff, reading, poll  # type: ignore[misc]
+        yield ff, reading, poll
 
 
 def _stall_poll(

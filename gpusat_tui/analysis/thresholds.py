@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 __all__ = ["DEFAULT_THRESHOLDS", "Thresholds"]
 
@@ -129,7 +130,9 @@ class Thresholds:
         overrides = self.vendor_overrides.get(vendor or "")
         if not overrides:
             return self
-        return replace(self, **dict(overrides))
+        # Names checked in __post_init__; the values are figures of float fields.
+        changes: dict[str, Any] = dict(overrides)
+        return replace(self, **changes)
 
 
 DEFAULT_THRESHOLDS = Thresholds()

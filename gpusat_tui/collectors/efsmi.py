@@ -106,9 +106,9 @@ def parse_query(text: str) -> ToolReading:
         if dev:
             blocks.append((int(dev.group(1)), {}))
             continue
-        kv = _KV_RE.match(line)
-        if kv and blocks:
-            blocks[-1][1].setdefault(kv.group(1), kv.group(2))
+        pair = _KV_RE.match(line)
+        if pair and blocks:
+            blocks[-1][1].setdefault(pair.group(1), pair.group(2))
     cards: list[CardReading] = []
     for index, kv in blocks:
         total = num(kv.get("Total Size", kv.get("Mem Size")))

@@ -58,7 +58,7 @@ def _card(block: list[list[str]], board_layout: bool, tool: str) -> CardReading 
         index_token = first[1].split()[0]
     power = next((p for cell in second if (p := power_pair(cell))), None)
     watts = None if power else next((m for c in second if (m := _WATTS_RE.search(c))), None)
-    mem = next((m for cell in second if (m := mem_pair(cell))), None)
+    mem = next((pair for cell in second if (pair := mem_pair(cell))), None)
     util = next((t for cell in first[1:] for t in cell.split() if t.endswith("%")), None)
     extras: dict[str, float | str | None] = {}
     if second[-1] and mem_pair(second[-1]) is None:

@@ -61,8 +61,9 @@ def _last_report(text: str) -> dict[str, Any]:
             continue
         try:
             report = json.loads(line)
-        except ValueError as exc:
-            problem = f"not JSON ({exc.msg}): {line[:60]!r}"
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            problem = f"not JSON ({reason}): {line[:60]!r}"
             continue
         if isinstance(report, dict) and (
             "neuron_runtime_data" in report or "neuron_hardware_info" in report

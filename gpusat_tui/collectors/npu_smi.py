@@ -114,8 +114,9 @@ def _parse_line2(chip: _Chip, cells: list[str]) -> None:
 
 
 def _card_indices(chips: list[_Chip], has_device_col: bool) -> list[int]:
-    if has_device_col and all(c.device_id is not None for c in chips):
-        return [c.device_id for c in chips]  # type: ignore[misc]
+    device_ids = [c.device_id for c in chips if c.device_id is not None]
+    if has_device_col and len(device_ids) == len(chips):
+        return device_ids
     per_npu: dict[int, int] = {}
     for c in chips:
         per_npu[c.npu_id] = per_npu.get(c.npu_id, 0) + 1

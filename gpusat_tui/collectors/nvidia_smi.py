@@ -355,8 +355,8 @@ def _with_mig_instances(
         merged.append(card)
         merged.extend(instances.pop(card.index, []))
     moved: list[CardProcess] = []
-    for proc, gi in zip(processes, process_gis, strict=True):
-        key = (int(proc.card_id.partition(":")[2]), gi) if gi is not None else None
+    for proc, proc_gi in zip(processes, process_gis, strict=True):
+        key = (int(proc.card_id.partition(":")[2]), proc_gi) if proc_gi is not None else None
         if key in instance_of:
             proc = proc.model_copy(update={"card_id": instance_of[key]})
         moved.append(proc)

@@ -480,7 +480,7 @@ class CheckBuilder:
 
     def report(self, duration_s: float) -> CheckReport:
         verdicts = self.assessment.cards if self.assessment else {}
-        order = {v: i for i, v in enumerate(VENDORS)}
+        order: dict[str, int] = {v: i for i, v in enumerate(VENDORS)}
         cards: list[CheckCard] = []
         for card_id, acc in sorted(
             self._cards.items(),

@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import resource
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
@@ -312,7 +312,7 @@ class LiveSource:
             self._seq += 1
             return frame
 
-    async def frames(self) -> AsyncIterator[Frame]:
+    async def frames(self) -> AsyncGenerator[Frame, None]:
         """First poll at once, then one every ``interval`` on a fixed schedule.
 
         A poll that overruns its slot is followed right away by the next one, with no backlog
@@ -390,7 +390,9 @@ class LiveSource:
         thread.
         """
         cheap = getattr(monitor, "sample_if_cheap", None)
-        report = cheap(card_processes) if cheap is not None else None
+        report: ProcessReportLike | None = (
+            cheap(card_processes) if cheap is not None else None
+        )
         if report is None:
             report = await asyncio.to_thread(monitor.sample, card_processes)
         return report

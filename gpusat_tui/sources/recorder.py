@@ -33,7 +33,7 @@ import os
 import socket
 import stat
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 
 from gpusat_tui import __version__
@@ -445,7 +445,7 @@ class RecordingSource:
                 self.on_failure(self.failure)
             return frame.model_copy(update={"notes": [*frame.notes, self.failure]})
 
-    async def frames(self) -> AsyncIterator[Frame]:
+    async def frames(self) -> AsyncGenerator[Frame, None]:
         try:
             async for frame in self.inner.frames():
                 yield self._record(frame)

@@ -39,7 +39,13 @@ from gpusat_tui.ui.text import clean
 from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
-from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
+from gpusat_tui.ui.widgets.overview import (
+    Block,
+    CardGrid,
+    block_for,
+    grid_layout,
+    overview_fits,
+)
 from gpusat_tui.ui.widgets.panel import CardDetail
 from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
@@ -70,8 +76,10 @@ class GpusatApp(App[int]):
 
     CSS_PATH = "gpusat.tcss"
     TITLE = "gpusat-tui"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (80, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [  # type: ignore[misc]  # Textual's "ClassVar | None" reads as an instance variable
+        (0, "-narrow"), (80, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [  # type: ignore[misc]  # Textual's "ClassVar | None" reads as an instance variable
         (0, "-short"), (20, "-tall"), (40, "-roomy"),
     ]
 
@@ -428,7 +436,7 @@ class GpusatApp(App[int]):
         verdict = self.assessment.cards.get(probe.card_id or "")
         return verdict is not None and verdict.kind == "fragmenting"
 
-    def _blocks(self, frame: Frame) -> tuple:
+    def _blocks(self, frame: Frame) -> tuple[Block, ...]:
         verdicts = self.assessment.cards
         mixed = len({card.vendor for card in frame.cards}) > 1
         return tuple(

@@ -163,10 +163,10 @@ def process_text(
         text.append(clean(proc.name, 60))
         if proc.role == "trainer" and proc.pin_cpu_pct is not None:
             text.append(f"  pin-memory {proc.pin_cpu_pct:.0f}%")
-        probe = by_pid.get(proc.pid) if proc.role == "trainer" else None
-        if probe is not None:
-            wants = allocator_for is not None and allocator_for(probe)
-            text.append(f"  {probe_row(probe, allocator=wants)}", style="bold")
+        rank = by_pid.get(proc.pid) if proc.role == "trainer" else None
+        if rank is not None:
+            wants = allocator_for is not None and allocator_for(rank)
+            text.append(f"  {probe_row(rank, allocator=wants)}", style="bold")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text

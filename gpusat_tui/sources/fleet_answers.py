@@ -267,8 +267,10 @@ def _job_context(labels: Mapping[str, str]) -> JobContext | None:
     if not labels.get("job_key"):
         return None
     values = {f: clean_label(labels[f]) for f in _JOB_FIELDS if labels.get(f)}
-    return JobContext(scheduler=clean_label(labels.get("scheduler") or "plain") or "plain",
-                      host=host_of(labels), source="exporter", **values)
+    return JobContext.model_validate({
+        "scheduler": clean_label(labels.get("scheduler") or "plain") or "plain",
+        "host": host_of(labels), "source": "exporter", **values,
+    })
 
 
 def _fleet_jobs(

@@ -421,9 +421,9 @@ class GpusatApp(App[int]):
                 self.detail.show(None, None, None, self._interval(), probes,
                                  job=self.assessment.job)
             else:
-                energy = self.state.energy.card(self.selected) if self.selected else None
+                card_energy = self.state.energy.card(self.selected) if self.selected else None
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving, energy)
+                                 self._interval(), driving, card_energy)
         if self.processes_box.display:
             self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()

@@ -2,9 +2,10 @@
 
 Each check (``ruff``, ``mypy``, ``lint-imports``) runs, as `.ci/run` runs it, on a copy of the
 package and of ``pyproject.toml`` in a temporary folder: on the untouched copy it passes; with
-one fault planted (an import circle, Textual in the pure judgement, a type error, a lint
-finding) it fails naming the planted module. A check that passes whatever the code says would
-show here. The tools are those installed beside the running Python (the ``test`` extra).
+one fault planted (an import circle, a lower layer importing a higher, Textual in the pure
+judgement, a type error, a lint finding) it fails naming the planted module. A check that
+passes whatever the code says would show here. The tools are those installed beside the
+running Python (the ``test`` extra).
 """
 
 from __future__ import annotations
@@ -92,6 +93,18 @@ def test_an_import_circle_breaks_the_contracts(planted: Path) -> None:
     assert "No import circles between the modules of one folder BROKEN" in out
     assert "No cycles are allowed in gpusat_tui.analysis" in out
     assert re.search(r"\.planted_([ab]) -> \.planted_(?!\1)[ab]", out), out
+
+
+def test_a_lower_layer_importing_a_higher_breaks_the_layers(planted: Path) -> None:
+    # host sits below sources (which reads the host), so the siblings' circle contract
+    # breaks too; the layers contract must name the import itself.
+    _plant(planted, "gpusat_tui/host/planted_up.py",
+           '"""Planted."""\n\nfrom gpusat_tui.sources import codec\n\nC = codec\n')
+    result = _lint_imports(planted)
+    out = _said(result)
+    assert result.returncode != 0, out
+    assert re.search(r"Layers: entry, commands, UI, sources, .* BROKEN", out, re.S), out
+    assert "gpusat_tui.host.planted_up -> gpusat_tui.sources.codec" in out
 
 
 def test_textual_in_the_judgement_breaks_the_contracts(planted: Path) -> None:

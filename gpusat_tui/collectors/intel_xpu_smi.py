@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -42,6 +42,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
 )
 from gpusat_tui.collectors.xpu_smi import is_intel
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "intel-xpu-smi"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 
 from gpusat_tui.model import Frame
-from gpusat_tui.ui.text import clean
+from gpusat_tui.text import clean
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from gpusat_tui.analysis.card_figures import (
     CardFigures,
     fresh_readings,
-    light_figures,
     make_verdict,
     unknown_verdict,
     window_figures,
@@ -40,13 +39,9 @@ from gpusat_tui.model import UTIL_LABELS, Frame, Verdict
 # `CardFigures`, `light_figures`, `make_verdict` and `unknown_verdict` live in `card_figures`;
 # they are named here too, where they were imported from before.
 __all__ = [
-    "CardFigures",
     "decide",
     "is_idle",
     "judge_card",
-    "light_figures",
-    "make_verdict",
-    "unknown_verdict",
 ]
 
 

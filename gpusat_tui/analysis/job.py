@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
 from gpusat_tui.analysis.evidence import HostEvidence
-from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag, lagging
+from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag
 from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.probe_only import probe_only_verdict
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -27,7 +27,7 @@ from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
 # from before.
-__all__ = ["JOB_KEY", "SEVERITY", "Lag", "apply_lag", "apply_measured", "judge_job", "lagging"]
+__all__ = ["JOB_KEY", "SEVERITY", "apply_lag", "apply_measured", "judge_job"]
 
 #: The key of the job's verdict beside the card ids (tracker, ``check --json``).
 JOB_KEY = "job"

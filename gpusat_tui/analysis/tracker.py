@@ -38,17 +38,10 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from gpusat_tui.analysis.verdict import (
-    DEFAULT_THRESHOLDS,
-    JOB_KEY,
-    FrameFacts,
-    History,
-    PreparedWindow,
-    Thresholds,
-    frame_facts,
-    judge_prepared,
-    window_ids,
-)
+from gpusat_tui.analysis.facts import FrameFacts, frame_facts
+from gpusat_tui.analysis.job import JOB_KEY
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.verdict import History, PreparedWindow, judge_prepared, window_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = ["VerdictTracker"]

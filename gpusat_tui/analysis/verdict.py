@@ -69,28 +69,18 @@ from collections.abc import Sequence
 
 from gpusat_tui.analysis.card import is_idle, judge_card
 from gpusat_tui.analysis.card_figures import CardFigures, light_figures
-from gpusat_tui.analysis.causes import STARVING_CAUSES
 from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.imbalance import Lag, lagging
-from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, apply_lag, judge_job
+from gpusat_tui.analysis.job import apply_lag, judge_job
 from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
 from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = [
-    "ALLOC_CONF_VARS",
-    "DEFAULT_THRESHOLDS",
-    "JOB_KEY",
-    "SEVERITY",
-    "STARVING_CAUSES",
-    "FrameFacts",
     "History",
     "PreparedWindow",
-    "Thresholds",
-    "frame_facts",
     "judge",
     "judge_card_prepared",
     "judge_prepared",

@@ -16,14 +16,12 @@ from typing import Literal, TypedDict
 
 from gpusat_tui.collectors.dark_cards import vet_dark_cards
 from gpusat_tui.collectors.records import Framer, LineRecords
-from gpusat_tui.errors import ParseError
 from gpusat_tui.model import FIGURE_BOUNDS, CardProcess, CardReading, Vendor
 from gpusat_tui.text import strip_escapes
 
 __all__ = [
     "NA_TOKENS",
     "FigureName",
-    "ParseError",
     "Query",
     "ReadingFigures",
     "Stream",

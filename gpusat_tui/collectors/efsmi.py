@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import box_blocks, first_group, header_index
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "efsmi"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -32,6 +32,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
     sentinel_to_none,
 )
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "hl-smi"

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import (
     FigureName,
-    ParseError,
     Query,
     ReadingFigures,
     ToolReading,
@@ -51,6 +50,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
 )
 from gpusat_tui.collectors.xpu_smi import is_intel
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "intel-xpu-smi"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -34,6 +34,7 @@ from gpusat_tui.collectors.tables import (
     mem_pair,
     power_pair,
 )
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 _VERSION_RE = re.compile(r"(?:mx|ht)-smi\s+(?:version:\s*)?(\d[\w.]*)", re.IGNORECASE)

@@ -34,7 +34,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpusat_tui.collectors.base import ParseError, Stream, ToolReading, ToolSpec, strip_ansi
+from gpusat_tui.collectors.base import Stream, ToolReading, ToolSpec, strip_ansi
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "neuron-monitor"

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import ParseError, Stream, ToolReading, num, strip_ansi
+from gpusat_tui.collectors.base import Stream, ToolReading, num, strip_ansi
 from gpusat_tui.collectors.records import RowGroups
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "npu-smi"

@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import NA_TOKENS, ParseError, Query, ToolReading, ToolSpec, num
+from gpusat_tui.collectors.base import NA_TOKENS, Query, ToolReading, ToolSpec, num
 from gpusat_tui.collectors.dark_cards import dark_card_notes
 from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "nvidia-smi"

@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "tt-smi"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures, EnergyMeter
+from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
 from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.stats import RunningStats
-from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
 from gpusat_tui.model import (
     SCHEMA_VERSION,
     VENDORS,

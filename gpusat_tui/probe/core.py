@@ -20,11 +20,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .publish import _torch, snapshot
-from .state import _STATE, ENV_ENABLE, _fail, _say, disable
+from .publish import _torch
+from .state import _STATE, ENV_ENABLE, _fail, _say
 from .timing import _on_step, wrap_next
 
-__all__ = ["ENV_ENABLE", "disable", "install", "is_enabled", "snapshot"]
+__all__ = ["install", "is_enabled"]
 
 _TARGET_LOADER = "torch.utils.data.dataloader"
 _TARGET_OPTIM = "torch.optim.optimizer"

@@ -25,30 +25,20 @@ from typing import IO
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.sources.blockfile import (
-    BLOCK_BYTES,
-    BlockWriter,
-    Format,
     IndexedRaw,
     LogicalRaw,
-    format_for_name,
     part_path,
     sniff,
 )
 
 __all__ = [
-    "BLOCK_BYTES",
-    "BlockWriter",
-    "Format",
     "LogicalFile",
-    "format_for_name",
     "open_logical",
     "open_regular",
     "open_stream",
-    "part_path",
     "parts_stream",
     "refresh_stream",
     "session_paths",
-    "sniff",
     "stream_size",
 ]
 

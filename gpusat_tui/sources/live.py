@@ -51,7 +51,6 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
-from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, RunResult, kill_running_tools, run_tool
 from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 from gpusat_tui.sources.tool_queries import (
     RAW_KEEP_CHARS,
@@ -64,14 +63,9 @@ from gpusat_tui.sources.tool_queries import (
 )
 
 __all__ = [
-    "MAX_OUTPUT_BYTES",
-    "RAW_KEEP_CHARS",
     "LiveSource",
     "ProcessMonitorLike",
-    "RunResult",
     "SourceClosed",
-    "kill_running_tools",
-    "run_tool",
 ]
 
 #: Where the in-process NVML reader is "found".

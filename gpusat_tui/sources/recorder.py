@@ -40,8 +40,8 @@ from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
+from gpusat_tui.sources.blockfile import BlockWriter, format_for_name, part_path
 from gpusat_tui.sources.closing import ClosedOnExit
-from gpusat_tui.sources.codec import BlockWriter, format_for_name, part_path
 from gpusat_tui.sources.options import RECORD_MODES, RecordMode
 
 __all__ = ["Recorder", "RecordingSource", "make_header", "print_failure"]

@@ -26,32 +26,20 @@ from typing import Any
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.sources.codec import part_path, parts_stream, refresh_stream, stream_size
+from gpusat_tui.sources.blockfile import part_path
+from gpusat_tui.sources.codec import parts_stream, refresh_stream, stream_size
 from gpusat_tui.sources.poll_order import PollOrder
 from gpusat_tui.sources.reader import (
-    MAX_HEADER_BYTES,
-    MAX_LINE_BYTES,
-    FrameReader,
     RecordingPaths,
     last_frame,
-    open_recording_file,
-    parse_header,
     read_line,
     read_recording,
 )
 
 # The reading names stay importable from here (callers written before the split).
 __all__ = [
-    "MAX_HEADER_BYTES",
-    "MAX_LINE_BYTES",
     "SPEEDS",
-    "FrameReader",
     "ReplaySource",
-    "last_frame",
-    "open_recording_file",
-    "parse_header",
-    "read_line",
-    "read_recording",
 ]
 
 #: Speed steps for the ``+`` / ``-`` keys.

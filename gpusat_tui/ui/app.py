@@ -32,10 +32,10 @@ from textual.widgets import Footer, Static
 
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
+from gpusat_tui.text import clean
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
-from gpusat_tui.ui.text import clean
 from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
@@ -59,7 +59,7 @@ CPU_FIRST_FIGURE_S = 2.0
 _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
 
-#: The key of the job's verdict in a tracker's focus (analysis.verdict.JOB_KEY).
+#: The key of the job's verdict in a tracker's focus (analysis.job.JOB_KEY).
 JOB_KEY = "job"
 
 
@@ -236,7 +236,7 @@ class GpusatApp(App[int]):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
     def _exit_on_signal(self, sig: int) -> None:
-        from gpusat_tui.sources.live import kill_running_tools
+        from gpusat_tui.sources.procs import kill_running_tools
 
         kill_running_tools()  # first, and synchronously: nothing below may be reached
         # Textual's shutdown writes to the terminal, which a closed pane no longer drains:

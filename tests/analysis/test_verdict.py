@@ -7,13 +7,10 @@ import math
 
 import pytest
 
+from gpusat_tui.analysis.causes import STARVING_CAUSES
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import (
-    DEFAULT_THRESHOLDS,
-    STARVING_CAUSES,
-    Thresholds,
-    judge,
-)
+from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.analysis.window import (
     card_series,
     interval_s,

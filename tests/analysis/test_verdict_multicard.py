@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from gpusat_tui.analysis.causes import CAUSE_RULES, CauseContext, Finding, find_cause
 from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.job import SEVERITY
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import DEFAULT_THRESHOLDS, SEVERITY, Thresholds, judge
+from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.commands.check_report import overall_verdict
 from gpusat_tui.model import (
     VERDICT_KINDS,

@@ -325,7 +325,7 @@ def test_human_summary_lists_cards_errors_and_the_verdict(fake_bin: FakeBin) -> 
 
 
 def test_record_writes_a_replayable_file(fake_bin: FakeBin, tmp_path: Path) -> None:
-    from gpusat_tui.sources.replay import read_recording
+    from gpusat_tui.sources.reader import read_recording
 
     fake_bin.add_for_spec(spec_named("hy-smi"), SCENARIO)
     out = tmp_path / "run.jsonl"

@@ -21,7 +21,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict, VerdictKind
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.text import clean
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.lines import LineWidget
 

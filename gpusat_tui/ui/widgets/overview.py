@@ -23,8 +23,9 @@ from textual.events import Click
 from textual.message import Message
 
 from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict, VerdictKind
+from gpusat_tui.text import clean
 from gpusat_tui.ui.state import CardHistory
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.cards import host_tag, util_label
 from gpusat_tui.ui.widgets.charts import gpm_text, throttle_reasons

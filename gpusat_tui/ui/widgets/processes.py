@@ -12,7 +12,8 @@ from collections.abc import Callable
 from rich.text import Text
 
 from gpusat_tui.model import ProbeSample, ProcessSample
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.text import clean
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from rich.text import Text
 
 from gpusat_tui.model import Frame
-from gpusat_tui.ui.text import clean
+from gpusat_tui.text import clean
 
 #: (card id, seconds since its figures were read) of each card shown with old figures.
 StaleCards = tuple[tuple[str, float], ...]

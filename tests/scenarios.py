@@ -584,9 +584,10 @@ _ISSUE_11: tuple[Scenario, ...] = (
     Scenario(
         "stalled",
         "VRAM held at 71 %, utilisation 0, the trainer and its workers at ~0 % CPU, no I/O: "
-        "starving (cause unknown) until it has lasted 20 s, then stalled.",
+        "unknown (paused: nothing runs, not yet a stall) until it has lasted 20 s, then "
+        "stalled.",
         Expectation("stalled"), _stalled_cards, _stalled_job, _calm_host, seed=33, ticks=40,
-        change_at=20, before=Expectation("starving", "unknown"),
+        change_at=20, before=Expectation("unknown", "paused"),
     ),
     Scenario(
         "starving_contended",

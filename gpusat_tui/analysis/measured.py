@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = [
+    "PHASE_WORDS",
     "RUN_ADVICE",
     "Measured",
     "ProbeFacts",
@@ -35,7 +36,9 @@ __all__ = [
     "Straggler",
     "measured_for_card",
     "probe_facts",
+    "probe_phase",
     "ranks_of",
+    "sample_phase",
     "straggler",
 ]
 
@@ -64,6 +67,8 @@ class ProbeFacts:
     batches: int
     age_s: float | None
     alloc: ProbeAlloc | None
+    steps: int = 0
+    world_size: int | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -93,8 +98,48 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             batches=batches if isinstance(batches, int) else 0,
             age_s=num(getattr(p, "age_s", None)),
             alloc=alloc if isinstance(alloc, ProbeAlloc) else None,
+            steps=_count(getattr(p, "steps", 0)) or 0,
+            world_size=_count(getattr(p, "world_size", None)),
         ))
     return tuple(out)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def probe_phase(batches_delta: int, steps_delta: int, steps: int) -> str | None:
+    """``eval`` for batches without optimizer steps after steps were counted (validation,
+    generation); ``no-steps`` for batches where no optimizer step was ever counted (an
+    inference job, or an optimizer the probe cannot see); ``train`` with steps; None when no
+    batch moved."""
+    if steps_delta > 0:
+        return "train"
+    if batches_delta <= 0:
+        return None
+    return "eval" if steps > 0 else "no-steps"
+
+
+def sample_phase(probe: object) -> str | None:
+    """`probe_phase` of one publication (a `ProbeSample`, or its `ProbeFacts`): over its last
+    interval, batches without an optimizer step give no step time while ``steps`` is already
+    counted."""
+    rate = num(getattr(probe, "batches_per_s", None))
+    steps = getattr(probe, "steps", 0)
+    if not isinstance(steps, int) or rate is None or rate <= 0:
+        return None
+    step_ms = num(getattr(probe, "step_ms", None))
+    if steps > 0 and step_ms is None:
+        return "eval"
+    return "train" if steps > 0 else "no-steps"
+
+
+#: How the job line and ``why`` name a phase.
+PHASE_WORDS = {
+    "eval": "evaluation (batches without optimizer steps)",
+    "no-steps": "batches without optimizer steps (inference, or an optimizer not seen)",
+    "train": "training",
+}
 
 
 @dataclass
@@ -114,6 +159,11 @@ class Rank:
     publications: int
     first_alloc: ProbeAlloc | None
     last_alloc: ProbeAlloc | None
+    world_size: int | None = None
+    #: Batches and optimizer steps counted over the window, and the phase they show.
+    batches_delta: int = 0
+    steps_delta: int = 0
+    phase: str | None = None
 
     @property
     def who(self) -> str:
@@ -156,6 +206,14 @@ def ranks_of(facts: Sequence[FrameFacts], th: Thresholds) -> list[Rank]:
                 wait = _median([p.wait_pct for p in distinct if p.wait_pct is not None])
         elapsed = [p.elapsed_s for p in distinct if p.elapsed_s is not None]
         allocs = [p.alloc for p in pubs if p.alloc is not None]
+        first = min(distinct, key=lambda p: p.elapsed_s or 0.0)
+        newest = max(distinct, key=lambda p: p.elapsed_s or 0.0)
+        d_batches = max(0, newest.batches - first.batches)
+        d_steps = max(0, newest.steps - first.steps)
+        if len(distinct) >= 2:
+            phase = probe_phase(d_batches, d_steps, newest.steps)
+        else:
+            phase = sample_phase(newest)
         ranks.append(Rank(
             pid=pid,
             rank=last.rank,
@@ -171,6 +229,10 @@ def ranks_of(facts: Sequence[FrameFacts], th: Thresholds) -> list[Rank]:
             publications=len(distinct),
             first_alloc=allocs[0] if allocs else None,
             last_alloc=allocs[-1] if allocs else None,
+            world_size=last.world_size,
+            batches_delta=d_batches,
+            steps_delta=d_steps,
+            phase=phase,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks
@@ -181,6 +243,24 @@ class Measured:
     """The probed trainer(s) driving one card, over the window."""
 
     ranks: list[Rank]
+
+    @property
+    def world_size(self) -> int | None:
+        sizes = [r.world_size for r in self.ranks if r.world_size is not None]
+        return max(sizes) if sizes else None
+
+    @property
+    def batches_flow(self) -> bool:
+        """Batches were counted in the window (the job makes progress)."""
+        return any(r.batches_delta > 0 or (r.batches_per_s or 0.0) > 0 for r in self.ranks)
+
+    @property
+    def phase(self) -> str | None:
+        """The main rank's phase: ``eval``, ``no-steps``, ``train`` or None."""
+        phases = [r.phase for r in self.ranks if r.phase is not None]
+        if not phases:
+            return None
+        return "train" if "train" in phases else phases[0]
 
     @property
     def main(self) -> Rank:
@@ -217,6 +297,9 @@ class Measured:
             extra.append(f"{r.batches_per_s:,.1f} batches/s")
         if extra:
             line += "; " + " · ".join(extra)
+        phase = self.phase
+        if phase in ("eval", "no-steps"):
+            line += f"; phase: {PHASE_WORDS[phase]}"
         if self.guess:
             line += " (which card this trainer drives is a guess: local rank order)"
         return line

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
-from gpusat_tui.analysis.causes import starving_cause
+from gpusat_tui.analysis.causes import INPUT_RULES, CauseContext, spin_wait, starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -55,7 +55,8 @@ def measured_verdict(
     if wait is None or wait < th.data_wait_starving_pct:
         return None
     ev = evidence()
-    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=f.label)
+    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=f.label,
+                                             rules=INPUT_RULES)
     if cause not in ("input-bound", "io-bound"):
         if ev.n_workers == 0:
             cwhy = ["no DataLoader workers seen: with num_workers=0 the loading runs in the "
@@ -103,9 +104,23 @@ def _not_data(
     meas: Measured,
     line: str,
 ) -> Verdict:
-    """A starving card whose loop does not wait on data: the step itself is slow."""
+    """A starving card whose loop does not wait on data: the step itself is slow (a
+    checkpoint, or a wait for a peer on another node, keep their cause: neither reads data)."""
+    if verdict.cause in ("checkpoint", "collective-wait"):
+        return verdict.model_copy(update={"why": [line, *verdict.why]})
     base = [w for w in verdict.why if w][:3]
-    if ev.trainer_cpu is not None and ev.trainer_cpu >= th.trainer_pegged_pct:
+    pegged = ev.trainer_cpu is not None and ev.trainer_cpu >= th.trainer_pegged_pct
+    busy = f.util.median >= th.busy_util_pct or (
+        f.sm_active is not None and f.sm_active.median >= th.sm_active_busy_pct
+    )
+    spin = spin_wait(
+        CauseContext(ev=ev, light=False, label=f.label, busy=True,
+                     probe_world_size=meas.world_size), th,
+    ) if pegged and busy else None
+    if spin is not None:
+        # A busy card does not wait on the host: the pegged trainer spins in a synchronise.
+        cause, why, advice = spin.cause, [line, *base, *spin.why], list(spin.advice)
+    elif pegged:
         cause = "host-bound"
         why = [line, *base, f"trainer at {pct(ev.trainer_cpu)} CPU (pegged): the training "
                             "loop's own Python work holds the card back"]

@@ -358,7 +358,7 @@ def slow_reads(ctx: CauseContext, th: Thresholds) -> Finding | None:
     if reading and reads is not None:
         seen.append(f"read {rate_words(reads)}")
     if waking and wakes is not None:
-        seen.append(f"wake {wakes:.0f} times a second")
+        seen.append(f"wake up to {wakes:.0f} times a second each")
     why = [
         f"{who}: they {' and '.join(seen)} while using little CPU, so they sleep on reads "
         "(a remote fetch, network or slow storage), not on decoding",

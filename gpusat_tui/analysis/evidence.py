@@ -178,7 +178,8 @@ class HostEvidence:
     trainer_rchar: float | None = None
     trainer_wchar: float | None = None
     input_rchar: float | None = None
-    #: The input pipeline's main threads' wake-ups per second, median across polls.
+    #: The most wake-ups per second of one input-pipeline process's main thread, median
+    #: across polls.
     input_switches: float | None = None
     #: The trainer's launcher variables (its environment): world size and rank.
     world_size: int | None = None
@@ -273,7 +274,9 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         trainer_rchar=_summed(p.rchar for p in trainers),
         trainer_wchar=_summed(p.wchar for p in trainers),
         input_rchar=_summed(p.rchar for p in inputs),
-        input_switches=_summed(p.switches for p in inputs),
+        input_switches=max(
+            (p.switches for p in inputs if p.switches is not None), default=None
+        ),
         world_size=max(sizes) if sizes else None,
         rank=ranks[0] if ranks else None,
     )

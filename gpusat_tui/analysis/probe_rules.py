@@ -52,7 +52,9 @@ def measured_verdict(
             "fragmenting", None, [*frag, f.util_line(th), f.power_line()], advice, 0.9, f.n
         )
     wait = meas.wait_pct
-    if wait is None or wait < th.data_wait_starving_pct:
+    if wait is None or wait < th.data_wait_starving_pct or not meas.batches_flow:
+        # No batch in the window: a loop stuck in next(dataloader) is no slow input but a
+        # hang; the stall rule judges it.
         return None
     ev = evidence()
     cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=f.label,

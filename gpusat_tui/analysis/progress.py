@@ -25,6 +25,8 @@ class Progress(NamedTuple):
 
     io_bps: float | None
     syscalls: float | None
+    #: The most wake-ups of one process (a job's count of workers must not make a hung job's
+    #: rare timeouts add up to progress).
     switches: float | None
 
     @property
@@ -53,7 +55,8 @@ def poll_progress(procs: Sequence[ProcFacts]) -> Progress:
     io = _total(
         (p.rchar or 0.0) + (p.wchar or 0.0) if p.has_counters else None for p in procs
     )
-    return Progress(io, _total(p.syscalls for p in procs), _total(p.switches for p in procs))
+    switches = [p.switches for p in procs if p.switches is not None]
+    return Progress(io, _total(p.syscalls for p in procs), max(switches) if switches else None)
 
 
 def rate_words(bps: float) -> str:
@@ -66,14 +69,14 @@ def rate_words(bps: float) -> str:
 
 
 def progress_lines(p: Progress) -> str:
-    """``12 KiB/s read/written, 4 calls/s, 2 wake-ups/s``: what the counters show."""
+    """``12 KiB/s read/written, 4 read/write calls/s, up to 2 wake-ups/s a process``."""
     parts = []
     if p.io_bps is not None:
         parts.append(f"{rate_words(p.io_bps)} read/written")
     if p.syscalls is not None:
         parts.append(f"{p.syscalls:.0f} read/write calls/s")
     if p.switches is not None:
-        parts.append(f"{p.switches:.0f} wake-ups/s")
+        parts.append(f"up to {p.switches:.0f} wake-ups/s a process")
     return ", ".join(parts)
 
 

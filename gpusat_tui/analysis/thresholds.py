@@ -91,10 +91,11 @@ class Thresholds:
     stall_min_s: float = 20.0
     #: Progress without a probe (Linux, ``/proc/<pid>/io`` and ``schedstat``): the trainer and
     #: its workers together moving at least ``progress_io_bps`` bytes/s through read/write
-    #: calls, making ``progress_syscalls_per_s`` such calls, or switching their main threads
-    #: in ``progress_switches_per_s`` times a second are working, whatever their CPU says (a
-    #: worker asleep on a socket read wakes for every answer; ``recv`` counts no bytes, only
-    #: the wake-ups). A hung job's threads sleep on timeouts of seconds (a DataLoader's: 5 s).
+    #: calls or making ``progress_syscalls_per_s`` such calls, or one of them switching its
+    #: main thread in ``progress_switches_per_s`` times a second, are working whatever their
+    #: CPU says (a worker asleep on a socket wakes for every answer; ``recv`` counts no bytes,
+    #: only the wake-up). A hung job's threads sleep on timeouts of seconds (a DataLoader's:
+    #: 5 s).
     progress_io_bps: float = 16.0 * 1024.0
     progress_syscalls_per_s: float = 10.0
     progress_switches_per_s: float = 10.0

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from gpusat_tui.analysis.measured import sample_phase
 from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.ui.text import clean, fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
@@ -74,6 +75,10 @@ def probe_summary(probes: list[ProbeSample]) -> str:
         parts.append(f"{sum(batches):.1f} batches/s")
     if not parts:
         parts.append("probe: no batch yet")
+    phases = {sample_phase(p) for p in probes} - {None, "train"}
+    if phases:
+        # Batches without optimizer steps: evaluation (or inference), not a stalled job.
+        parts.append("eval" if phases == {"eval"} else "no optimizer steps")
     summary = " · ".join(parts)
     if len(probes) > 1:
         summary += f" ({len(probes)} ranks)"

@@ -129,6 +129,15 @@ class CheckProcess(_Out):
     card_ids: list[str] = []
     #: Trainers started under ``gpusat-tui run`` only; absent (null) otherwise.
     probe: CheckProbe | None = None
+    #: Progress counters per second (`ProcessSample.rchar_per_s` and the rest) over the run:
+    #: bytes read and written through read/write calls, such calls, main-thread wake-ups.
+    rchar_per_s: Stats = Stats()
+    wchar_per_s: Stats = Stats()
+    syscalls_per_s: Stats = Stats()
+    ctx_switches_per_s: Stats = Stats()
+    #: Trainers only: the launcher's world size and rank from the environment (null: unset).
+    world_size: int | None = None
+    rank: int | None = None
 
 
 class CheckError(_Out):
@@ -274,6 +283,16 @@ class _ProcAcc:
     cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
     probe: _ProbeAcc | None = None
+    #: rchar, wchar, syscalls, context switches per second (`_PROGRESS` order).
+    progress: tuple[RunningStats, ...] = field(
+        default_factory=lambda: tuple(RunningStats() for _ in _PROGRESS)
+    )
+    world_size: int | None = None
+    rank: int | None = None
+
+
+#: The progress counters of `ProcessSample` folded per process.
+_PROGRESS = ("rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s")
 
 
 class CheckBuilder:
@@ -313,6 +332,10 @@ class CheckBuilder:
                 pacc = self._procs[proc.pid] = _ProcAcc(proc.pid, proc.role, proc.name)
             pacc.name = proc.name
             pacc.cpu.add(proc.cpu_pct)
+            for name, stats in zip(_PROGRESS, pacc.progress, strict=True):
+                stats.add(getattr(proc, name))
+            if proc.world_size is not None or proc.rank is not None:
+                pacc.world_size, pacc.rank = proc.world_size, proc.rank
             for card_id in proc.card_ids:
                 if card_id not in pacc.card_ids:
                     pacc.card_ids.append(card_id)
@@ -382,6 +405,9 @@ class CheckBuilder:
                 pid=p.pid, role=p.role, name=p.name,
                 cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
                 probe=p.probe.report() if p.probe is not None else None,
+                **{name: Stats(**stats.as_dict())
+                   for name, stats in zip(_PROGRESS, p.progress, strict=True)},
+                world_size=p.world_size, rank=p.rank,
             )
             for p in self._procs.values()
         ]

@@ -291,3 +291,15 @@ def test_recordings_without_the_new_fields_still_load() -> None:
     assert sample.rchar_per_s is None and sample.world_size is None
     new = sample.model_copy(update={"wchar_per_s": 5.0, "world_size": 2})
     assert ProcessSample.model_validate_json(new.model_dump_json()) == new
+
+
+def test_the_monitors_first_poll_without_cpu_figures_does_not_make_a_hang_starving() -> None:
+    # The first poll of a process has no CPU figure (a baseline): a job hung before the
+    # monitor started is paused from the first judged window, not starving.
+    blank = [p.model_copy(update={"cpu_pct": None, "ctx_switches_per_s": None}) for p in hung_job()]
+    window = [Frame(t=T0, seq=0, cards=[card(0.0)], processes=blank)]
+    window += frames(8, card(0.0), hung_job())[1:]
+    tracker = VerdictTracker()
+    kinds = [(v.kind, v.cause) for v in (tracker.push(f).cards["nvidia:0"] for f in window)]
+    assert ("unknown", "paused") in kinds
+    assert all(kind != "starving" for kind, _ in kinds), kinds

@@ -294,7 +294,7 @@ def _decide(
         found = stall()
         if found is not None and found.seconds >= th.stall_min_s:
             return _stalled(f, th, found, power_line)
-        if found is not None and found.polls >= max(2, f.n):
+        if found is not None and found.polls >= 2 and (found.polls >= f.n or found.after_blank):
             return paused_verdict(f, th, found, power_line)
         if found is not None and found.polls >= 2:
             short_stall = (

@@ -50,6 +50,9 @@ class Stall:
     probe_polls: int = 0
     #: A tied process sat in disk wait with flat counters: stuck on storage.
     stuck_io: bool = False
+    #: The poll before the stall gave no CPU figures of the trainer (the monitor's first
+    #: poll, a baseline): it may have begun earlier, nothing showed work.
+    after_blank: bool = False
 
 
 class StallPoll(NamedTuple):
@@ -66,6 +69,13 @@ class StallPoll(NamedTuple):
     counters: bool = False
     probe: bool = False
     stuck_io: bool = False
+    #: The trainer is tied to the card but no CPU figure was read (a baseline poll): neither
+    #: work nor a stall.
+    blank: bool = False
+
+
+#: A poll with the trainer tied but no CPU figures yet.
+_BLANK = StallPoll(cpu=0.0, n_workers=0, trainer_pids=(), trainer_states=(), blank=True)
 
 
 def stall_lines(th: Thresholds) -> tuple[float, ...]:
@@ -119,8 +129,10 @@ def _stall_poll(
         tied = list(ff.procs)
     figures = [p.cpu for p in tied if p.cpu is not None]
     figures += [p.pin for p in tied if p.pin is not None]
-    if not figures or not any(p.is_trainer for p in tied):
+    if not any(p.is_trainer for p in tied):
         return None  # no process evidence: a stall cannot be told from waiting for input
+    if not figures:
+        return _BLANK
     # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
     if max(figures) > 3 * th.stall_cpu_pct:
         return None
@@ -163,10 +175,12 @@ def stall_run(
     iowaits: list[float] = []
     reached_first = True
     blip = False
+    after_blank = False
     run: list[StallPoll] = []
     for ff, reading, found in _stalled_polls(facts, card_id, tie, th):
-        if found is None or ff.t is None:
+        if found is None or ff.t is None or found.blank:
             reached_first = False
+            after_blank = found is not None and found.blank
             break
         # One poll a little above the line (a timer thread, a log flush, CPU time counted in
         # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
@@ -207,4 +221,5 @@ def stall_run(
         counter_polls=sum(p.counters for p in run),
         probe_polls=sum(p.probe for p in run),
         stuck_io=any(p.stuck_io for p in run),
+        after_blank=after_blank,
     )

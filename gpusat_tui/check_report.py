@@ -275,6 +275,12 @@ def probe_who(pid: int, probe: CheckProbe) -> str:
     return who
 
 
+#: The progress counters of `ProcessSample` folded per process.
+_PROGRESS: tuple[str, ...] = (
+    "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
+)
+
+
 @dataclass
 class _ProcAcc:
     pid: int
@@ -290,9 +296,6 @@ class _ProcAcc:
     world_size: int | None = None
     rank: int | None = None
 
-
-#: The progress counters of `ProcessSample` folded per process.
-_PROGRESS = ("rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s")
 
 
 class CheckBuilder:

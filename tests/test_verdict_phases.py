@@ -303,3 +303,16 @@ def test_the_monitors_first_poll_without_cpu_figures_does_not_make_a_hang_starvi
     kinds = [(v.kind, v.cause) for v in (tracker.push(f).cards["nvidia:0"] for f in window)]
     assert ("unknown", "paused") in kinds
     assert all(kind != "starving" for kind, _ in kinds), kinds
+
+
+def test_a_few_wake_ups_over_a_short_poll_do_not_end_a_stall() -> None:
+    # Counting wake-ups over a 0.25 s poll: 3 naps of a 5-a-second timer read as 12 a second.
+    def job_at(i: int) -> list[ProcessSample]:
+        wakes = 12.0 if i % 3 == 1 else 4.0
+        return [proc(100, "trainer", 0.5, **flat(ctx_switches_per_s=wakes)),
+                proc(101, **flat())]
+    window = [Frame(t=T0 + i, seq=i, cards=[card(0.0)], processes=job_at(i)) for i in range(30)]
+    assert judge(window).cards["nvidia:0"].kind == "stalled"
+    # Steady at that rate, it is progress (two such polls in a row end a stall).
+    steady = frames(30, card(0.0), [proc(100, "trainer", 0.5, **flat(ctx_switches_per_s=12.0))])
+    assert judge(steady).cards["nvidia:0"].kind == "starving"

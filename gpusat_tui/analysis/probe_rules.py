@@ -124,7 +124,7 @@ def _not_data(
         cause, why, advice = spin.cause, [line, *base, *spin.why], list(spin.advice)
     elif pegged:
         cause = "host-bound"
-        why = [line, *base, f"trainer at {pct(ev.trainer_cpu)} CPU (pegged): the training "
+        why = [line, *base, f"trainer at {pct(ev.trainer_cpu or 0.0)} CPU (pegged): the training "
                             "loop's own Python work holds the card back"]
         advice = [
             "Look for .item(), .cpu(), printing tensors or synchronize() in every step; log "

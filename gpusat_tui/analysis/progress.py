@@ -34,6 +34,15 @@ class Progress(NamedTuple):
         """Whether any counter was read (Linux with /proc; never in older recordings)."""
         return self.io_bps is not None or self.switches is not None
 
+    def marginal(self, th: Thresholds) -> bool:
+        """Moving, but under 3x every line: one such poll may be a counting blip (a few
+        wake-ups over a short poll), as one poll a little over the CPU line is."""
+        return (
+            (self.io_bps or 0.0) < 3 * th.progress_io_bps
+            and (self.syscalls or 0.0) < 3 * th.progress_syscalls_per_s
+            and (self.switches or 0.0) < 3 * th.progress_switches_per_s
+        )
+
     def moving(self, th: Thresholds) -> bool | None:
         """Whether they show work; None when no counter was read."""
         if not self.read:

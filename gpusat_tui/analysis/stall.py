@@ -72,6 +72,9 @@ class StallPoll(NamedTuple):
     #: The trainer is tied to the card but no CPU figure was read (a baseline poll): neither
     #: work nor a stall.
     blank: bool = False
+    #: The counters moved a little (`Progress.marginal`): a blip, as a CPU figure a little
+    #: over the line is.
+    blip: bool = False
 
 
 #: A poll with the trainer tied but no CPU figures yet.
@@ -140,9 +143,13 @@ def _stall_poll(
     batches = probe_batches(ff, card_id, (p.pid for p in trainers), th)
     if batches is not None and batches > 0:
         return None  # the probe counts batches: the job runs, whatever the card says
-    moving = poll_progress(tied).moving(th)
+    progress = poll_progress(tied)
+    moving = progress.moving(th)
+    blip = False
     if moving:
-        return None
+        if not progress.marginal(th):
+            return None
+        blip = True  # the caller lets one such poll pass between quiet ones (`stall_run`)
     waiting = [p for p in tied if p.state == "disk-sleep"]
     if moving is None and (
         waiting or (ff.iowait is not None and ff.iowait >= th.iowait_high_pct)
@@ -156,6 +163,7 @@ def _stall_poll(
         counters=moving is not None,
         probe=batches is not None,
         stuck_io=bool(waiting),
+        blip=blip,
     )
 
 
@@ -183,9 +191,9 @@ def stall_run(
             after_blank = found is not None and found.blank
             break
         # One poll a little above the line (a timer thread, a log flush, CPU time counted in
-        # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
-        # poll, do.
-        if found.cpu > th.stall_cpu_pct:
+        # 10 ms ticks or a few wake-ups over a short poll) does not end a stall; two in a
+        # row, or the latest poll, do.
+        if found.cpu > th.stall_cpu_pct or found.blip:
             if blip or last_t is None:
                 reached_first = False
                 break

@@ -297,9 +297,8 @@ class Measured:
             extra.append(f"{r.batches_per_s:,.1f} batches/s")
         if extra:
             line += "; " + " · ".join(extra)
-        phase = self.phase
-        if phase in ("eval", "no-steps"):
-            line += f"; phase: {PHASE_WORDS[phase]}"
+        if self.phase == "eval":
+            line += f"; phase: {PHASE_WORDS['eval']}"
         if self.guess:
             line += " (which card this trainer drives is a guess: local rank order)"
         return line

@@ -75,10 +75,10 @@ def probe_summary(probes: list[ProbeSample]) -> str:
         parts.append(f"{sum(batches):.1f} batches/s")
     if not parts:
         parts.append("probe: no batch yet")
-    phases = {sample_phase(p) for p in probes} - {None, "train"}
-    if phases:
-        # Batches without optimizer steps: evaluation (or inference), not a stalled job.
-        parts.append("eval" if phases == {"eval"} else "no optimizer steps")
+    if any(sample_phase(p) == "eval" for p in probes):
+        # Batches without optimizer steps after steps were counted: an evaluation, not a
+        # stalled job (a loop that never stepped an optimizer is not said to be in one).
+        parts.append("eval")
     summary = " · ".join(parts)
     if len(probes) > 1:
         summary += f" ({len(probes)} ranks)"

@@ -119,15 +119,6 @@ class _Watched:
     world: tuple[int | None, int | None] = (None, None)
 
 
-def _per_s(
-    now_value: float, then: float | None, t_now: float, t_then: float | None
-) -> float | None:
-    """A cumulative counter's rate per second over the interval; None without an earlier
-    reading, or when it went back (not the same process)."""
-    rate = _pct(now_value, then, t_now, t_then)
-    return None if rate is None else rate / 100.0
-
-
 def _pct(
     cpu_now: float, cpu_then: float | None, t_now: float, t_then: float | None
 ) -> float | None:
@@ -143,16 +134,23 @@ def _pct(
 def _progress(
     w: _Watched, io: ProcIO | None, switches: int | None, now: float
 ) -> tuple[float | None, float | None, float | None, float | None]:
-    """(rchar/s, wchar/s, syscalls/s, context switches/s) since the last tick."""
-    rates: list[float | None] = [None, None, None, None]
+    """(rchar/s, wchar/s, syscalls/s, context switches/s) since the last tick (None where
+    there is no earlier reading, or a counter went back: not the same process). Inline
+    arithmetic: it runs for every watched process at every tick."""
+    then = w.last_t
+    if then is None or now <= then:
+        return None, None, None, None
+    span = now - then
+    rchar = wchar = calls = wakes = None
     last = w.last_io
     if io is not None and last is not None:
-        rates[0] = _per_s(io.rchar, last.rchar, now, w.last_t)
-        rates[1] = _per_s(io.wchar, last.wchar, now, w.last_t)
-        rates[2] = _per_s(io.syscr + io.syscw, last.syscr + last.syscw, now, w.last_t)
-    if switches is not None and w.last_switches is not None:
-        rates[3] = _per_s(switches, w.last_switches, now, w.last_t)
-    return rates[0], rates[1], rates[2], rates[3]
+        d_r, d_w = io.rchar - last.rchar, io.wchar - last.wchar
+        d_c = io.syscr + io.syscw - last.syscr - last.syscw
+        if d_r >= 0 and d_w >= 0 and d_c >= 0:
+            rchar, wchar, calls = d_r / span, d_w / span, d_c / span
+    if switches is not None and w.last_switches is not None and switches >= w.last_switches:
+        wakes = (switches - w.last_switches) / span
+    return rchar, wchar, calls, wakes
 
 
 class ProcessMonitor:

@@ -265,6 +265,8 @@ def test_proc_io_parses_the_kernel_text() -> None:
     assert io is not None and (io.rchar, io.wchar, io.syscr, io.syscw) == (6976, 12, 10, 1)
     assert parse_proc_io(b"rchar: 1\nwchar: x\nsyscr: 1\nsyscw: 1\n") is None
     assert parse_proc_io(b"rchar: 1\n") is None
+    other = parse_proc_io(b"syscw: 4\nwchar: 2\nrchar: 1\nsyscr: 3\n")  # another layout
+    assert other is not None and tuple(other) == (1, 2, 3, 4)
     assert parse_proc_io(b"") is None
 
 

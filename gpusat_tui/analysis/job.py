@@ -266,6 +266,13 @@ def judge_job(
 
     known = {c: v for c, v in verdicts.items() if v.kind != "unknown"}
     if not known:
+        paused = [v for v in verdicts.values() if v.cause == "paused"]
+        if paused:  # nothing runs, not yet a stall: say so, not "not enough data"
+            first = paused[0]
+            ids = [c for c, v in verdicts.items() if v.cause == "paused"]
+            return first.model_copy(update={"why": [
+                f"{len(ids)} of {len(verdicts)} cards paused: {', '.join(ids)}", *first.why,
+            ]}), verdicts
         first = next(iter(verdicts.values()))
         return unknown_verdict(
             [f"no card has enough data yet ({len(verdicts)} cards)", *first.why[:1]],

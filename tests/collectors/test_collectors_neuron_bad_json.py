@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusat_tui.collectors.base import ParseError
+from gpusat_tui.errors import ParseError
 from gpusat_tui.collectors.neuron_monitor import parse_neuron_monitor
 from tests.collectors.test_collectors_neuron import MONITOR, read
 

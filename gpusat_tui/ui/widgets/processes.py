@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from gpusat_tui.analysis.measured import sample_phase
 from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.text import fmt
@@ -75,6 +76,10 @@ def probe_summary(probes: list[ProbeSample]) -> str:
         parts.append(f"{sum(batches):.1f} batches/s")
     if not parts:
         parts.append("probe: no batch yet")
+    if any(sample_phase(p) == "eval" for p in probes):
+        # Batches without optimizer steps after steps were counted: an evaluation, not a
+        # stalled job (a loop that never stepped an optimizer is not said to be in one).
+        parts.append("eval")
     summary = " · ".join(parts)
     if len(probes) > 1:
         summary += f" ({len(probes)} ranks)"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpusat_tui.errors import ParseError
 from gpusat_tui.collectors.neuron_monitor import parse_neuron_monitor
+from gpusat_tui.errors import ParseError
 from tests.collectors.test_collectors_neuron import MONITOR, read
 
 #: json.loads raises a plain ValueError (not a JSONDecodeError, which has ``msg``) for an

@@ -70,6 +70,8 @@ class ProbeFacts:
     last_step_s: float | None = None
     batch_size: int | None = None
     num_workers: int | None = None
+    #: Why the probe does not measure this trainer's data wait (then no wait figure).
+    wait_note: str | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -88,6 +90,7 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
         size = getattr(p, "batch_size", None)
         workers = getattr(p, "num_workers", None)
         alloc = getattr(p, "alloc", None)
+        note = getattr(p, "data_wait_note", None)
         out.append(ProbeFacts(
             pid=pid,
             rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
@@ -108,6 +111,7 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             batch_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
             num_workers=(workers if isinstance(workers, int) and not isinstance(workers, bool)
                          else None),
+            wait_note=note if isinstance(note, str) and note else None,
         ))
     return tuple(out)
 
@@ -131,6 +135,8 @@ class Rank:
     last_alloc: ProbeAlloc | None
     #: The DataLoader's worker processes as the probe read them; None if unknown.
     num_workers: int | None = None
+    #: Why this trainer's data wait is not measured (its ``wait_pct`` is then None).
+    wait_note: str | None = None
 
     @property
     def who(self) -> str:
@@ -173,7 +179,8 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             card_id=last.card_id,
             tie=last.tie,
             # A process that never got a batch waits on nothing we time: no figure.
-            wait_pct=figures.wait_pct if last.batches > 0 else None,
+            # Nor one whose probe says its wait is not measured (Keras fit, data sink...).
+            wait_pct=figures.wait_pct if last.batches > 0 and not last.wait_note else None,
             step_ms=figures.step_ms,
             samples_per_s=figures.samples_per_s,
             batches_per_s=figures.batches_per_s,
@@ -182,6 +189,7 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             first_alloc=allocs[0] if allocs else None,
             last_alloc=allocs[-1] if allocs else None,
             num_workers=last.num_workers,
+            wait_note=last.wait_note,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks
@@ -202,6 +210,11 @@ class Measured:
     def wait_pct(self) -> float | None:
         waits = [r.wait_pct for r in self.ranks if r.wait_pct is not None]
         return max(waits) if waits else None
+
+    def note_lines(self) -> list[str]:
+        """What the probes say they cannot measure, one line per trainer without a wait."""
+        return [f"{r.wait_note}, said by the probe in the trainer ({r.who})"
+                for r in self.ranks if r.wait_pct is None and r.wait_note]
 
     @property
     def guess(self) -> bool:

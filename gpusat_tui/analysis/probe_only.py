@@ -49,10 +49,12 @@ def probe_only_verdict(
         )
     wait = measured.wait_pct
     if wait is None:
+        notes = measured.note_lines()
         return Verdict(
             kind="unknown",
-            why=[NO_TOOL_LINE, f"{len(ranks)} probed trainer(s), none took a batch from a "
-                 "DataLoader in this window: no data wait to judge"],
+            why=[NO_TOOL_LINE, *notes] if notes else [
+                NO_TOOL_LINE, f"{len(ranks)} probed trainer(s), none took a batch from a "
+                "DataLoader in this window: no data wait to judge"],
             advice=[_TOOL_ADVICE], confidence=0.0,
         )
     line = measured.wait_line(th)

@@ -98,6 +98,9 @@ def with_measurement(
 ) -> Verdict:
     """``verdict`` (decided by the outside figures) completed with what the probe measured."""
     wait = meas.wait_pct
+    notes = [n for n in meas.note_lines() if n not in verdict.why]
+    if notes:
+        verdict = verdict.model_copy(update={"why": [*verdict.why, *notes]})
     if wait is None or verdict.kind == "unknown":
         return verdict
     line = meas.wait_line(th)

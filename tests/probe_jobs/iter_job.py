@@ -97,7 +97,9 @@ def mindspore_batches(args: argparse.Namespace) -> Iterator[Any]:
 
     ds = msds.GeneratorDataset(Gen(), ["x"], shuffle=False,
                                num_parallel_workers=max(1, args.workers),
-                               python_multiprocessing=args.workers > 0,
+                               # MindSpore forks worker processes only for more
+                               # than one worker; one runs in its C++ pipeline's threads.
+                               python_multiprocessing=args.workers > 1,
                                max_rowsize=1)
     ds = ds.batch(args.batch)
     if args.framework == "mindspore-dict":

@@ -72,6 +72,8 @@ class ProbeFacts:
     num_workers: int | None = None
     #: Why the probe does not measure this trainer's data wait (then no wait figure).
     wait_note: str | None = None
+    #: Whose hooks measured ("torch", "tf.data", "mindspore"...).
+    framework: str | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -112,6 +114,8 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             num_workers=(workers if isinstance(workers, int) and not isinstance(workers, bool)
                          else None),
             wait_note=note if isinstance(note, str) and note else None,
+            framework=(getattr(p, "framework", None)
+                       if isinstance(getattr(p, "framework", None), str) else None),
         ))
     return tuple(out)
 
@@ -137,6 +141,7 @@ class Rank:
     num_workers: int | None = None
     #: Why this trainer's data wait is not measured (its ``wait_pct`` is then None).
     wait_note: str | None = None
+    framework: str | None = None
 
     @property
     def who(self) -> str:
@@ -190,6 +195,7 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             last_alloc=allocs[-1] if allocs else None,
             num_workers=last.num_workers,
             wait_note=last.wait_note,
+            framework=last.framework,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks

@@ -59,7 +59,8 @@ def probe_only_verdict(
         )
     line = measured.wait_line(th)
     if wait >= th.data_wait_starving_pct:
-        cause, cwhy, cadvice = waiting_cause(evidence(), th, "the card")
+        cause, cwhy, cadvice = waiting_cause(evidence(), th, "the card",
+                                             measured.main.num_workers, measured.main.framework)
         return Verdict(kind="starving", cause=cause, why=[NO_TOOL_LINE, line, *cwhy],
                        advice=cadvice, confidence=0.8)
     return Verdict(

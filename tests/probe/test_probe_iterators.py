@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from gpusat_tui.collectors import all_specs
 from gpusat_tui.host.processes import ProcessMonitor
+from tests.commands.test_check_probe import BUSY, check
+from tests.fakes.tool import FakeBin
 from tests.probe.test_probe_jobs import probe_share, waited_by
 from tests.probe_helpers import JOBS, probe_docs, run_argv, start_job, stop_job, wait_for_doc
 from tests.probe_helpers import wait_ready as ready
@@ -119,3 +122,30 @@ def test_worker_processes_are_found(private_probe_dir: Path, framework: str) -> 
                              "--compute-ms", "40", "--workers", "2", seconds=1.0)
     assert list(roles.values()).count("dataloader_worker") >= 2, roles
     assert last["data_wait_pct"] is not None
+
+
+@pytest.mark.parametrize("framework", ["tf-numpy", "mindspore"])
+def test_check_json_says_starving_with_the_measured_wait(
+    fake_bin: FakeBin, private_probe_dir: Path, framework: str
+) -> None:
+    name = need(framework)
+    spec = next(s for s in all_specs() if s.tool == "hy-smi")
+    fake_bin.add_for_spec(spec, [[BUSY]])
+    proc = start(private_probe_dir, "--framework", framework, "--sleep-ms", "160",
+                 "--compute-ms", "40", "--workers", "1")
+    try:
+        pid = ready(proc, timeout=240)
+        wait_for_doc(private_probe_dir, pid, timeout=60)
+        report = check(fake_bin, private_probe_dir)
+    finally:
+        stop_job(proc, timeout=120)
+    [card] = report["cards"]
+    verdict = card["verdict"]
+    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), (
+        verdict, trainer["probe"])
+    assert "measured in the trainer" in verdict["why"][0]
+    assert not any("num_workers > 0" in a for a in verdict["advice"]), verdict["advice"]
+    if name in ("tf.data", "mindspore"):  # one worker: the pipeline's threads
+        assert any("runs in threads inside the trainer" in w for w in verdict["why"]), verdict
+    assert trainer["probe"]["framework"] == name

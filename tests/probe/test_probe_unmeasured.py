@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from gpusat_tui.collectors import all_specs
 from gpusat_tui.probe.trainer_hooks import KERAS_COMPILED, UNOBSERVED
+from tests.commands.test_check_probe import BUSY, check
+from tests.fakes.tool import FakeBin
 from tests.probe_helpers import JOBS, probe_docs, run_argv, start_job, stop_job, wait_for_doc
 from tests.probe_helpers import wait_ready as ready
 
@@ -30,7 +34,9 @@ def wait_for_steps(probe_dir: Path, pid: int, timeout: float = 60.0) -> dict:  #
     raise AssertionError(f"no steps published by PID {pid}")
 
 
-def test_keras_fit_says_data_wait_not_measured(private_probe_dir: Path) -> None:
+def test_keras_fit_says_data_wait_not_measured(
+    fake_bin: FakeBin, private_probe_dir: Path
+) -> None:
     for package in ("keras", "tensorflow"):
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"{package} not installed (pip install '.[frameworks]')")
@@ -42,6 +48,9 @@ def test_keras_fit_says_data_wait_not_measured(private_probe_dir: Path) -> None:
         first = wait_for_steps(private_probe_dir, pid)
         time.sleep(2.0)
         last = probe_docs(private_probe_dir)[pid]
+        spec = next(s for s in all_specs() if s.tool == "hy-smi")
+        fake_bin.add_for_spec(spec, [[BUSY]])
+        report = check(fake_bin, private_probe_dir)
     finally:
         rc, _, err = stop_job(proc, timeout=120)
     assert rc == 0, err[-3000:]
@@ -52,6 +61,14 @@ def test_keras_fit_says_data_wait_not_measured(private_probe_dir: Path) -> None:
         last["steps"] - first["steps"])
     assert per_step >= 90.0  # each step waits on the 100 ms map inside the graph
     assert last["step_ms"] == pytest.approx(per_step, rel=0.5)
+    [card] = report["cards"]
+    why = card["verdict"]["why"]
+    assert any(line.startswith(KERAS_COMPILED) for line in why), why
+    assert not any(re.match(r"data wait \d", line) for line in why), why
+    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    probe = trainer["probe"]
+    assert probe["data_wait_note"] == KERAS_COMPILED
+    assert probe["data_wait_pct"]["mean"] is None and probe["run"]["data_wait_pct"] is None
 
 
 STAND_IN = """

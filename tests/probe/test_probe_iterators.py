@@ -59,7 +59,9 @@ def measure(probe_dir: Path, framework: str, *args: str, seconds: float = 3.0,
     proc = start(probe_dir, "--framework", framework, *args, *extra)
     try:
         pid = ready(proc, timeout=240)
-        first = wait_for_doc(probe_dir, pid, timeout=60)
+        wait_for_doc(probe_dir, pid, timeout=60)
+        time.sleep(1.0)  # past the pipeline's start (worker start-up, a first jit)
+        first = probe_docs(probe_dir)[pid]
         monitor = ProcessMonitor(pids=[pid], rescan_s=0.0)
         try:
             monitor.sample()

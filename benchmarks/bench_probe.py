@@ -69,6 +69,33 @@ def main() -> None:
     print(f"1. hook per batch: {t_wrapped - t_bare:.3f} us added "
           f"({t_bare:.3f} us bare call, {t_wrapped:.3f} us wrapped), n={n:,}")
 
+    # The iterator-protocol adapters (Grain, tf.data, MindSpore: `iter_hooks`) time the
+    # outermost next() of the main thread; a pipeline's nested iterators (Grain chains one
+    # per transformation, tf.data's numpy iterator over its OwnedIterator) each pay a thread
+    # and depth check. Paddle's adapter is `wrap_next` itself (figure 1).
+    outer = timing.wrap_outer_next(bare_next, "grain")
+    t_outer = best(lambda: timed(outer), args.repeat)
+    print(f"1b. Grain/tf.data/MindSpore hook per batch: {t_outer - t_bare:.3f} us added "
+          f"({t_outer:.3f} us wrapped)")
+    inner = timing.wrap_outer_next(bare_next, "grain")
+
+    def chained_next(self: object) -> torch.Tensor:
+        for _ in range(4):
+            inner(None)
+        return batch
+
+
+    def bare_chain(self: object) -> torch.Tensor:
+        for _ in range(4):
+            bare_next(None)
+        return batch
+
+    chained = timing.wrap_outer_next(chained_next, "grain")
+    t_chain_bare = best(lambda: timed(bare_chain), args.repeat)
+    t_chain = best(lambda: timed(chained), args.repeat)
+    print(f"1c. the same with 4 nested iterators under it (a Grain pipeline): "
+          f"{t_chain - t_chain_bare:.3f} us added per batch")
+
     loader = DataLoader([torch.ones(4)] * 20_000, batch_size=1)
 
     def epoch(on: bool) -> float:
@@ -103,6 +130,16 @@ def main() -> None:
     s_off, s_on = min(r[0] for r in runs), min(r[1] for r in runs)
     print(f"3. optimizer step hook: {s_on - s_off:+.2f} us per step "
           f"({s_on:.2f} vs {s_off:.2f} us per SGD step)")
+
+    # Keras: the train-batch-end callback counts a step (`trainer_hooks`): one count_step.
+    def keras_steps(k: int = 200_000) -> float:
+        t0 = time.perf_counter()
+        for _ in range(k):
+            timing.count_step(None, "keras")
+        return (time.perf_counter() - t0) / k * 1e6
+
+    print(f"3b. Keras fit: train-batch-end callback hook {best(keras_steps, args.repeat):.3f} us "
+          "per step (the count alone; no data-wait figure there)")
 
     def publishes(k: int = 2000) -> float:
         t0 = time.perf_counter()

@@ -323,6 +323,9 @@ class ProbeSample(_Model):
     num_workers: int | None = None
     #: Addition: whose hooks measured in the trainer ("torch", "paddle"...); None if unknown.
     framework: str | None = None
+    #: Addition: why this trainer's data wait is not measured (Keras ``fit``, data sink mode,
+    #: a DALI/Ray Data pipeline, a rank fed by broadcast); then ``data_wait_pct`` is None.
+    data_wait_note: str | None = None
 
     @field_validator(
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "data_wait_s",

@@ -406,8 +406,10 @@ CAUSE_RULES: list[CauseRule] = [
     input_bound, checkpoint, io_bound, host_bound, spin_wait, slow_reads, light_kernels,
 ]
 #: The rules about the input pipeline, for a loop measured waiting on its data (the probe):
-#: then the trainer is not saving, and the cause is among these.
-INPUT_RULES: list[CauseRule] = [input_bound, io_bound, slow_reads]
+#: then the trainer is not saving, and the cause is among these. Not `slow_reads`: its
+#: wake-ups and pipe reads are also what any worker feeding a loop at speed shows, so beside a
+#: measured wait they would call every pipeline that sleeps (a rate limit, a lock) io-bound.
+INPUT_RULES: list[CauseRule] = [input_bound, io_bound]
 
 
 def _nothing_found(ev: HostEvidence) -> Finding:

@@ -74,6 +74,10 @@ class ProbeFacts:
     batch_size: int | None = None
     num_workers: int | None = None
     world_size: int | None = None
+    #: Why the probe does not measure this trainer's data wait (then no wait figure).
+    wait_note: str | None = None
+    #: Whose hooks measured ("torch", "tf.data", "mindspore"...).
+    framework: str | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -91,6 +95,7 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
         size = getattr(p, "batch_size", None)
         workers = getattr(p, "num_workers", None)
         alloc = getattr(p, "alloc", None)
+        note = getattr(p, "data_wait_note", None)
         out.append(ProbeFacts(
             pid=pid,
             rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
@@ -112,6 +117,9 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             batch_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
             num_workers=(workers if isinstance(workers, int) and not isinstance(workers, bool)
                          else None),
+            wait_note=note if isinstance(note, str) and note else None,
+            framework=(getattr(p, "framework", None)
+                       if isinstance(getattr(p, "framework", None), str) else None),
         ))
     return tuple(out)
 
@@ -178,6 +186,9 @@ class Rank:
     batches_delta: int = 0
     steps_delta: int = 0
     phase: str | None = None
+    #: Why this trainer's data wait is not measured (its ``wait_pct`` is then None).
+    wait_note: str | None = None
+    framework: str | None = None
 
     @property
     def who(self) -> str:
@@ -228,7 +239,8 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             card_id=last.card_id,
             tie=last.tie,
             # A process that never got a batch waits on nothing we time: no figure.
-            wait_pct=figures.wait_pct if last.batches > 0 else None,
+            # Nor one whose probe says its wait is not measured (Keras fit, data sink...).
+            wait_pct=figures.wait_pct if last.batches > 0 and not last.wait_note else None,
             step_ms=figures.step_ms,
             samples_per_s=figures.samples_per_s,
             batches_per_s=figures.batches_per_s,
@@ -241,6 +253,8 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             batches_delta=d_batches,
             steps_delta=d_steps,
             phase=phase,
+            wait_note=last.wait_note,
+            framework=last.framework,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks
@@ -279,6 +293,11 @@ class Measured:
     def wait_pct(self) -> float | None:
         waits = [r.wait_pct for r in self.ranks if r.wait_pct is not None]
         return max(waits) if waits else None
+
+    def note_lines(self) -> list[str]:
+        """What the probes say they cannot measure, one line per trainer without a wait."""
+        return [f"{r.wait_note}, said by the probe in the trainer ({r.who})"
+                for r in self.ranks if r.wait_pct is None and r.wait_note]
 
     @property
     def guess(self) -> bool:

@@ -49,15 +49,18 @@ def probe_only_verdict(
         )
     wait = measured.wait_pct
     if wait is None:
+        notes = measured.note_lines()
         return Verdict(
             kind="unknown",
-            why=[NO_TOOL_LINE, f"{len(ranks)} probed trainer(s), none took a batch from a "
-                 "DataLoader in this window: no data wait to judge"],
+            why=[NO_TOOL_LINE, *notes] if notes else [
+                NO_TOOL_LINE, f"{len(ranks)} probed trainer(s), none took a batch from a "
+                "DataLoader in this window: no data wait to judge"],
             advice=[_TOOL_ADVICE], confidence=0.0,
         )
     line = measured.wait_line(th)
     if wait >= th.data_wait_starving_pct:
-        cause, cwhy, cadvice = waiting_cause(evidence(), th, "the card")
+        cause, cwhy, cadvice = waiting_cause(evidence(), th, "the card",
+                                             measured.main.num_workers, measured.main.framework)
         return Verdict(kind="starving", cause=cause, why=[NO_TOOL_LINE, line, *cwhy],
                        advice=cadvice, confidence=0.8)
     return Verdict(

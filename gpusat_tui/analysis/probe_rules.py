@@ -56,7 +56,8 @@ def measured_verdict(
         # No batch in the window: a loop stuck in next(dataloader) is no slow input but a
         # hang; the stall rule judges it.
         return None
-    cause, cwhy, cadvice = waiting_cause(evidence(), th, f.label, meas.main.num_workers)
+    cause, cwhy, cadvice = waiting_cause(evidence(), th, f.label, meas.main.num_workers,
+                                         meas.main.framework)
     why = [meas.wait_line(th), f.util_line(th), f.power_line()]
     if f.util.median >= th.busy_util_pct:
         why.append(f"{f.label} reads busy, but the measured wait says the card idles between "
@@ -64,8 +65,19 @@ def measured_verdict(
     return make_verdict("starving", cause, why + cwhy, cadvice, 0.9, f.n)
 
 
+#: Frameworks whose input pipeline runs in threads inside the trainer (tf.data's C++ runtime,
+#: MindSpore's C++ pipeline with one worker): no worker process to see, none to advise.
+THREAD_PIPELINES = {
+    "tf.data": "raise the map's num_parallel_calls (tf.data.AUTOTUNE), add .prefetch(AUTOTUNE), "
+               "cache or interleave the reads",
+    "mindspore": "raise num_parallel_workers (more than one forks worker processes with "
+                 "python_multiprocessing=True), or the batch's prefetch_size",
+}
+
+
 def waiting_cause(
-    ev: HostEvidence, th: Thresholds, label: str, said_workers: int | None = None
+    ev: HostEvidence, th: Thresholds, label: str, said_workers: int | None = None,
+    framework: str | None = None,
 ) -> tuple[str, list[str], list[str]]:
     """(cause, why, advice) of a loop measured waiting on its data: ``io-bound`` where the host
     shows disk waits, else ``input-bound`` (the wait itself is the evidence). ``said_workers``:
@@ -74,6 +86,12 @@ def waiting_cause(
                                              rules=INPUT_RULES)
     if cause in ("input-bound", "io-bound"):
         return cause, cwhy, cadvice
+    if ev.n_workers == 0 and framework in THREAD_PIPELINES:
+        return "input-bound", [
+            f"the {framework} input pipeline runs in threads inside the trainer (no worker "
+            "processes): the batches arrive too slowly all the same"
+        ], [f"Give the {framework} pipeline more in flight: {THREAD_PIPELINES[framework]}",
+            _INPUT_ADVICE[1]]
     if ev.n_workers == 0 and said_workers:
         return "input-bound", [
             f"the DataLoader runs {said_workers} worker{'s' if said_workers > 1 else ''} "
@@ -101,6 +119,9 @@ def with_measurement(
 ) -> Verdict:
     """``verdict`` (decided by the outside figures) completed with what the probe measured."""
     wait = meas.wait_pct
+    notes = [n for n in meas.note_lines() if n not in verdict.why]
+    if notes:
+        verdict = verdict.model_copy(update={"why": [*verdict.why, *notes]})
     if wait is None or verdict.kind == "unknown":
         return verdict
     line = meas.wait_line(th)

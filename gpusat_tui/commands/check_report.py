@@ -198,6 +198,9 @@ class CheckProbe(_Out):
     run: CheckProbeRun | None = None
     #: Addition: whose hooks measured ("torch", "paddle"...); null from an older probe.
     framework: str | None = None
+    #: Addition: why the probe does not measure this trainer's data wait (Keras fit, data
+    #: sink mode, DALI/Ray Data, a rank fed by broadcast); then no wait figure anywhere.
+    data_wait_note: str | None = None
 
 
 class CheckProcess(_Out):
@@ -330,7 +333,7 @@ class _ProbeAcc:
             **{n: Stats(**self.stats[n].as_dict()) for n in _PROBE_FIGURES},
             rank=p.rank, world_size=p.world_size, alloc=alloc, local_rank=p.local_rank,
             card_id=p.card_id, tie=p.tie, batches=p.batches, steps=p.steps,
-            run=self.run(), framework=p.framework,
+            run=self.run(), framework=p.framework, data_wait_note=p.data_wait_note,
         )
 
     def run(self) -> CheckProbeRun | None:
@@ -341,7 +344,8 @@ class _ProbeAcc:
         if rates.span_s <= 0:
             return None
         return CheckProbeRun(
-            span_s=round(rates.span_s, 3), data_wait_pct=rates.wait_pct, step_ms=rates.step_ms,
+            span_s=round(rates.span_s, 3),
+            data_wait_pct=None if last.data_wait_note else rates.wait_pct, step_ms=rates.step_ms,
             batches_per_s=rates.batches_per_s, samples_per_s=rates.samples_per_s,
         )
 
@@ -355,7 +359,9 @@ def probe_line(probe: CheckProbe) -> str:
     samples = run.samples_per_s if run is not None else probe.samples_per_s.mean
     batches = run.batches_per_s if run is not None else probe.batches_per_s.mean
     parts = []
-    if wait is not None:
+    if probe.data_wait_note:
+        parts.append(probe.data_wait_note)
+    elif wait is not None:
         parts.append(f"data wait {wait:.0f} %")
     if step is not None:
         parts.append(f"step {step:,.0f} ms")

@@ -252,6 +252,8 @@ def sample_of(
         batch_size=_positive(doc.get("batch_size")),
         num_workers=_int(doc.get("num_workers")),
         framework=_clean(doc["framework"], 16) if isinstance(doc.get("framework"), str) else None,
+        data_wait_note=(_clean(doc["data_wait_note"], 200)
+                        if isinstance(doc.get("data_wait_note"), str) else None),
     )
 
 

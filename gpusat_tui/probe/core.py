@@ -12,6 +12,7 @@ never iterates a DataLoader nor steps an optimizer publishes nothing).
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import os
@@ -80,12 +81,34 @@ def _patch_paddle_optim(module: ModuleType) -> None:
     patch_optimizers(module)
 
 
+def _lazy(module_name: str, function: str) -> Callable[[ModuleType], None]:
+    """A patch function of an adapter module, imported only when its framework is."""
+
+    def patch(module: ModuleType) -> None:
+        adapter = importlib.import_module(f"{__package__}.{module_name}")
+        getattr(adapter, function)(module)
+
+    return patch
+
+
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
     _TARGET_LOADER: _patch_loader,
     _TARGET_OPTIM: _patch_optim,
     # PaddlePaddle 3.x (`paddle_hooks`): imported only if the job imports paddle.
     "paddle.io.dataloader.dataloader_iter": _patch_paddle_loader,
     "paddle.optimizer": _patch_paddle_optim,
+    # Iterator-protocol pipelines (`iter_hooks`): Grain, tf.data, MindSpore.
+    "grain._src.python.dataset.dataset": _lazy("iter_hooks", "patch_grain_dataset"),
+    "grain._src.python.data_loader": _lazy("iter_hooks", "patch_grain_loader"),
+    "tensorflow.python.data.ops.iterator_ops": _lazy("iter_hooks", "patch_tf_iterator"),
+    "tensorflow.python.data.ops.dataset_ops": _lazy("iter_hooks", "patch_tf_numpy_iterator"),
+    "mindspore.dataset.engine.iterators": _lazy("iter_hooks", "patch_mindspore_iterators"),
+    # Where no batch is seen (`trainer_hooks`): a sentence instead of a figure.
+    "keras.src.callbacks.callback_list": _lazy("trainer_hooks", "patch_keras"),
+    "mindspore.train.model": _lazy("trainer_hooks", "patch_mindspore_model"),
+    "accelerate.data_loader": _lazy("trainer_hooks", "patch_accelerate"),
+    "nvidia.dali": _lazy("trainer_hooks", "note_unobserved"),
+    "ray.data": _lazy("trainer_hooks", "note_unobserved"),
 }
 
 

@@ -42,7 +42,8 @@ LAYOUT_1_KEYS = (
     "data_wait_pct",   # float|null: share of the last interval blocked there, percent
     "step_ms",         # float|null: wall ms per step, from the newest step back to the newest
                        #  step of the last publication that had one (or per batch)
-    "step_source",     # "optimizer"|"batch"|null: what step_ms counted
+    "step_source",     # "optimizer"|"callback"|"batch"|null: what step_ms counted ("callback":
+                       #  Keras's train-batch-end callbacks)
     "batches_per_s",   # float|null: likewise, batches over the time between newest batches
     "samples_per_s",   # float|null: batches_per_s x batch_size
     "batch_size",      # int|null: first dimension of the first tensor of a recent batch
@@ -64,7 +65,11 @@ LAYOUT_1_KEYS = (
     "num_workers",     # int|null: worker processes of the DataLoader being iterated, as its
                        #  iterator says (so "set num_workers > 0" is never said to a job
                        #  that runs workers the monitor could not see)
-    "framework",       # str|null: whose hooks measured: "torch", "paddle"
+    "framework",       # str|null: whose hooks measured: "torch", "paddle", "grain",
+                       #  "tf.data", "keras", "mindspore"
+    "data_wait_note",  # str|null: why the data wait is not measured in this process (then
+                       #  data_wait_pct is null and the monitor quotes this instead): Keras
+                       #  fit, data sink mode, a DALI/Ray Data pipeline, a rank fed by broadcast
 )
 
 ALLOC_KEYS = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms")

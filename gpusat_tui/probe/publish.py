@@ -142,6 +142,9 @@ def snapshot() -> dict[str, Any]:
     st.prev = (now, batches, steps, wait)
     wait_pct = min(100.0, max(0.0, 100.0 * d_wait / span)) if span > 0 else None
     _update_rates(batches, steps, last_batch, last_step)
+    note = st.note or (st.soft_note if batches == 0 else None)
+    if note is not None:
+        wait_pct = None
     rate = st.rate
     if now - st.alloc_t >= ALLOC_EVERY_S:
         st.alloc_t = now
@@ -178,6 +181,7 @@ def snapshot() -> dict[str, Any]:
         "last_step_s": max(0.0, last_step - st.t0) if steps else None,
         "num_workers": st.num_workers,
         "framework": st.framework,
+        "data_wait_note": note,
     }
 
 
@@ -194,7 +198,7 @@ def _update_rates(batches: int, steps: int, last_batch: float, last_step: float)
     prev_step = st.prev_step or (st.t0, 0)
     if steps > prev_step[1] and last_step > prev_step[0]:
         st.step_ms = 1000.0 * (last_step - prev_step[0]) / (steps - prev_step[1])
-        st.step_source = "optimizer"
+        st.step_source = st.step_kind
         st.prev_step = (last_step, steps)
     elif steps == 0 and st.rate:
         st.step_ms, st.step_source = 1000.0 / st.rate, "batch"

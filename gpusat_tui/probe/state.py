@@ -40,10 +40,12 @@ class _State:
         "dir",
         "entered",
         "framework",
+        "iter_depth",
         "last_batch",
         "last_step",
         "next_slow",
         "next_step_slow",
+        "note",
         "num_workers",
         "on",
         "path",
@@ -53,7 +55,9 @@ class _State:
         "prev_step",
         "rate",
         "said",
+        "soft_note",
         "started",
+        "step_kind",
         "step_ms",
         "step_source",
         "steps",
@@ -104,6 +108,17 @@ class _State:
         self.step_source: str | None = None
         self.rate: float | None = None
         self.alloc_t = -1e9
+        #: 1 while the training thread is inside a timed iterator-protocol ``__next__``
+        #: (`timing.wrap_outer_next`): the nested iterators' calls under it are not batches.
+        self.iter_depth = 0
+        #: Why the data wait is not measured in this process (published instead of a figure):
+        #: ``note`` always wins over a measured wait (Keras ``fit``, data sink mode, a rank
+        #: that receives its batches by broadcast); ``soft_note`` only while no batch was timed
+        #: (the job imports DALI or Ray Data, whose iterators the probe does not see).
+        self.note: str | None = None
+        self.soft_note: str | None = None
+        #: What ends a step: "optimizer" (an optimizer's step) or "callback" (Keras).
+        self.step_kind = "optimizer"
 
 
 _STATE = _State()
@@ -119,6 +134,11 @@ def _say(message: str) -> None:
         sys.stderr.flush()
     except Exception:  # a closed stderr is no reason to fail the job
         pass
+
+
+def say(message: str) -> None:
+    """`_say` for the adapters (one stderr line, once per process)."""
+    _say(message)
 
 
 def disable(reason: str | None = None) -> None:

@@ -6,6 +6,8 @@ probe; apart from `core` (which installs the import hooks) so that an adapter su
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +44,98 @@ def wrap_next(orig: Callable[[Any], Any], framework: str = "torch") -> Callable[
     __next__.__qualname__ = getattr(orig, "__qualname__", "__next__")
     __next__.__doc__ = getattr(orig, "__doc__", None)
     return __next__
+
+
+def wrap_outer_next(orig: Callable[[Any], Any], framework: str) -> Callable[[Any], Any]:
+    """``orig`` (an iterator-protocol ``__next__``: Grain, tf.data, MindSpore) timed like
+    `wrap_next`, but only the outermost call of the main thread is a batch.
+
+    These pipelines are chains of iterators, each calling its parent's ``next()`` (Grain's
+    ``DatasetIterator`` subclasses, tf.data's ``_NumpyIterator`` over ``OwnedIterator``), and
+    some call them from their own prefetch threads: a call nested in a timed one, or made by
+    another thread than the main one, runs untimed (a training loop that iterates its data
+    from another thread is not measured). A process that `multiprocessing` started (Grain's
+    worker processes) never publishes. Data wait is the time inside the outermost call; the
+    step time is then the interval between successive calls (``step_source`` "batch").
+    """
+    st = _STATE
+    clock = _clock
+    get_ident = threading.get_ident
+    main = threading.main_thread().ident
+
+    def __next__(self: Any) -> Any:
+        if st.iter_depth or not st.on or get_ident() != main:
+            return orig(self)
+        t0 = clock()
+        st.entered = t0
+        st.iter_depth = 1
+        try:
+            data = orig(self)
+        finally:
+            st.iter_depth = 0
+            t1 = clock()
+            st.entered = 0.0
+            st.wait += t1 - t0
+        st.last_batch = t1
+        n = st.batches = st.batches + 1
+        if n >= st.next_slow:
+            _outer_slow(data, n, framework)
+        return data
+
+    __next__._gpusat_probe = True  # type: ignore[attr-defined]
+    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
+    __next__.__qualname__ = getattr(orig, "__qualname__", "__next__")
+    __next__.__doc__ = getattr(orig, "__doc__", None)
+    return __next__
+
+
+def _outer_slow(data: Any, n: int, framework: str) -> None:
+    st = _STATE
+    try:
+        st.next_slow = n + SLOW_EVERY
+        if not st.started and multiprocessing.parent_process() is not None:
+            st.started = True  # a worker process of the pipeline: never publishes
+            st.on = False
+            return
+        if st.framework is None:
+            st.framework = framework
+        try:
+            size = _batch_size(data)
+        except Exception:  # a shape not known yet (symbolic): no batch size, no harm
+            size = None
+        if size is not None:
+            st.batch_size = size
+        _start()
+    except Exception as exc:
+        _fail("reading a batch", exc)
+
+
+def note_wait(text: str, soft: bool = False, framework: str | None = None) -> None:
+    """Say why this process's data wait is not measured (published instead of a figure).
+
+    ``soft``: only while no batch was timed (an imported DALI or Ray Data, whose iterators
+    the probe does not see). A hard note also starts publishing (data sink mode has neither
+    batches nor steps the probe sees, and the sentence must reach the monitor).
+    """
+    st = _STATE
+    if not st.on:
+        return
+    try:
+        if framework is not None and st.framework is None:
+            st.framework = framework
+        if soft:
+            st.soft_note = text
+            return
+        st.note = text
+        if multiprocessing.parent_process() is None:
+            _start()
+    except Exception as exc:
+        _fail("noting an unmeasured wait", exc)
+
+
+def steps_are(kind: str) -> None:
+    """What ends a step in this process: "optimizer" (default) or "callback" (Keras)."""
+    _STATE.step_kind = kind
 
 
 def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:

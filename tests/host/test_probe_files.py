@@ -35,7 +35,7 @@ HAND_WRITTEN: dict[str, Any] = {
     "alloc": {"allocated_bytes": 10 * 2**30, "reserved_bytes": 12 * 2**30,
               "inactive_split_bytes": 2**28, "alloc_retries": 0, "ooms": 0},
     "cmd": "train.py", "last_batch_s": 12.4, "last_step_s": 12.3,
-    "num_workers": 4, "framework": "torch",
+    "num_workers": 4, "framework": "torch", "data_wait_note": None,
 }
 
 

@@ -43,7 +43,7 @@ RECORDING_V1_FIELDS = {
         "pid", "rank", "local_rank", "world_size", "device_index", "card_id", "tie",
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "batches", "steps",
         "data_wait_s", "elapsed_s", "alloc", "age_s", "device_type", "last_batch_s",
-        "last_step_s", "batch_size", "num_workers", "framework",
+        "last_step_s", "batch_size", "num_workers", "framework", "data_wait_note",
     },
     model.ProbeAlloc: {
         "allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms",

@@ -114,6 +114,8 @@ def probe_row(probe: ProbeSample, *, allocator: bool = False, card: bool = True)
              + (f" ({clean(probe.framework, 16)})" if probe.framework else "")]
     if probe.data_wait_pct is not None:
         parts.append(f"wait {probe.data_wait_pct:.0f}%")
+    elif probe.data_wait_note:
+        parts.append("wait not measured")
     if probe.step_ms is not None:
         parts.append(f"{probe.step_ms:.0f} ms/step")
     if probe.samples_per_s is not None:

@@ -1,0 +1,153 @@
+"""The probe inside real Grain (+ JAX), tf.data and MindSpore loops (``pip install
+'.[frameworks]'``): data wait is the time inside the loop's next(), step time the interval
+between next() calls.
+
+Known truth by construction (`probe_jobs/iter_job.py`: one worker preparing batches of S ms
+while the step takes C ms: the loop waits (S - C) / S) and by the job's own timing of every
+next() call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpusat_tui.collectors import all_specs
+from gpusat_tui.host.processes import ProcessMonitor
+from tests.commands.test_check_probe import BUSY, check
+from tests.fakes.tool import FakeBin
+from tests.probe.test_probe_jobs import probe_share, waited_by
+from tests.probe_helpers import JOBS, probe_docs, run_argv, start_job, stop_job, wait_for_doc
+from tests.probe_helpers import wait_ready as ready
+
+pytestmark = pytest.mark.frameworks
+
+JOB = str(JOBS / "iter_job.py")
+
+#: (--framework, the packages it needs, the framework name the probe publishes)
+FRAMEWORKS = {
+    "grain": (("grain", "jax"), "grain"),
+    "grain-dataset": (("grain", "jax"), "grain"),
+    "tf": (("tensorflow",), "tf.data"),
+    "tf-numpy": (("tensorflow",), "tf.data"),
+    "mindspore": (("mindspore",), "mindspore"),
+    "mindspore-dict": (("mindspore",), "mindspore"),
+}
+
+
+def need(framework: str) -> str:
+    packages, name = FRAMEWORKS[framework]
+    for package in packages:
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} not installed (pip install '.[frameworks]')")
+    return name
+
+
+def start(probe_dir: Path, *args: str):  # type: ignore[no-untyped-def]
+    return start_job(probe_dir, argv=run_argv(sys.executable, JOB, *args))
+
+
+def measure(probe_dir: Path, framework: str, *args: str, seconds: float = 3.0,
+            marks: Path | None = None):  # type: ignore[no-untyped-def]
+    """Run the job, read its probe files and its processes' roles over ``seconds``."""
+    extra = ("--marks", str(marks)) if marks is not None else ()
+    proc = start(probe_dir, "--framework", framework, *args, *extra)
+    try:
+        pid = ready(proc, timeout=240)
+        wait_for_doc(probe_dir, pid, timeout=60)
+        time.sleep(1.0)  # past the pipeline's start (worker start-up, a first jit)
+        first = probe_docs(probe_dir)[pid]
+        monitor = ProcessMonitor(pids=[pid], rescan_s=0.0)
+        try:
+            monitor.sample()
+            time.sleep(seconds)
+            roles = {p.pid: p.role for p in monitor.sample().processes}
+        finally:
+            monitor.close()
+        last = probe_docs(probe_dir)[pid]
+    finally:
+        rc, _, err = stop_job(proc, timeout=120)
+    assert rc == 0, err[-3000:]
+    return first, last, roles
+
+
+#: Grain loads in worker processes; tf.data, and MindSpore with one worker, in threads inside
+#: the trainer (MindSpore forks worker processes only for more than one: see below).
+WORKER_PROCESSES = {"grain": 1, "grain-dataset": 1}
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+@pytest.mark.parametrize(("sleep_ms", "compute_ms"), [(160.0, 120.0), (160.0, 40.0)])
+def test_data_wait_is_the_constructed_share(
+    private_probe_dir: Path, tmp_path: Path, framework: str, sleep_ms: float, compute_ms: float
+) -> None:
+    name = need(framework)
+    marks_file = tmp_path / "marks.json"
+    first, last, roles = measure(
+        private_probe_dir, framework, "--sleep-ms", str(sleep_ms), "--compute-ms",
+        str(compute_ms), "--workers", "1", marks=marks_file)
+    assert (last["framework"], last["step_source"], last["data_wait_note"]) == (
+        name, "batch", None)
+    assert last["batch_size"] == 4
+    workers = list(roles.values()).count("dataloader_worker")
+    assert workers >= WORKER_PROCESSES.get(framework, 0), roles
+    marks = json.loads(marks_file.read_text())
+    share = probe_share(first, last)
+    truth = 100.0 * (waited_by(marks, last["t"]) - waited_by(marks, first["t"])) / (
+        last["t"] - first["t"])
+    constructed = 100.0 * (sleep_ms - compute_ms) / sleep_ms
+    assert abs(share - truth) <= 5.0, (share, truth)
+    assert abs(share - constructed) <= 5.0 or abs(truth - constructed) > 5.0, (
+        share, truth, constructed)
+    per_batch = 1000.0 * (last["elapsed_s"] - first["elapsed_s"]) / (
+        last["batches"] - first["batches"])
+    assert last["step_ms"] == pytest.approx(per_batch, rel=0.5)
+
+
+@pytest.mark.parametrize("framework", ["grain-dataset", "tf", "mindspore"])
+def test_compute_bound_loop_reads_under_5_percent(private_probe_dir: Path,
+                                                  framework: str) -> None:
+    need(framework)
+    first, last, _ = measure(private_probe_dir, framework, "--compute-ms", "40", seconds=2.0)
+    assert probe_share(first, last) < 5.0
+
+
+@pytest.mark.parametrize("framework", ["mindspore", "grain"])
+def test_worker_processes_are_found(private_probe_dir: Path, framework: str) -> None:
+    need(framework)
+    _, last, roles = measure(private_probe_dir, framework, "--sleep-ms", "160",
+                             "--compute-ms", "40", "--workers", "2", seconds=1.0)
+    assert list(roles.values()).count("dataloader_worker") >= 2, roles
+    assert last["data_wait_pct"] is not None
+
+
+@pytest.mark.parametrize("framework", ["tf-numpy", "mindspore"])
+def test_check_json_says_starving_with_the_measured_wait(
+    fake_bin: FakeBin, private_probe_dir: Path, framework: str
+) -> None:
+    name = need(framework)
+    spec = next(s for s in all_specs() if s.tool == "hy-smi")
+    fake_bin.add_for_spec(spec, [[BUSY]])
+    proc = start(private_probe_dir, "--framework", framework, "--sleep-ms", "160",
+                 "--compute-ms", "40", "--workers", "1")
+    try:
+        pid = ready(proc, timeout=240)
+        wait_for_doc(private_probe_dir, pid, timeout=60)
+        report = check(fake_bin, private_probe_dir)
+    finally:
+        stop_job(proc, timeout=120)
+    [card] = report["cards"]
+    verdict = card["verdict"]
+    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), (
+        verdict, trainer["probe"])
+    assert "measured in the trainer" in verdict["why"][0]
+    assert not any("num_workers > 0" in a for a in verdict["advice"]), verdict["advice"]
+    if name in ("tf.data", "mindspore"):  # one worker: the pipeline's threads
+        assert any("runs in threads inside the trainer" in w for w in verdict["why"]), verdict
+    assert trainer["probe"]["framework"] == name

@@ -239,7 +239,7 @@ async def test_garbage_is_a_parse_error_and_raw_output_is_kept(fake_bin: FakeBin
     assert good.raw == {}
     assert len(bad.errors) == 1 and bad.errors[0].kind == "parse"
     assert bad.errors[0].message.startswith("toy-smi: no TOY-SMI header")
-    assert 0 < len(bad.raw["toy-smi"]) <= live.RAW_KEEP_CHARS
+    assert 0 < len(bad.raw["toy-smi"]) <= tool_queries.RAW_KEEP_CHARS
     assert [(c.util_pct, c.stale_s is not None) for c in bad.cards] == [(40.0, True)]
 
 
@@ -291,14 +291,14 @@ async def test_run_tool_caps_output_and_returns_promptly(cap: int) -> None:
     # Past 128 KiB unread, asyncio pauses the pipe: reaping must still finish (no hang).
     t0 = time.monotonic()
     with pytest.raises(procs.OutputTooLarge):
-        await live.run_tool(["/bin/sh", "-c", "yes garbage"], timeout=5.0, cap=cap)
+        await procs.run_tool(["/bin/sh", "-c", "yes garbage"], timeout=5.0, cap=cap)
     assert time.monotonic() - t0 < 3.0
 
 
 async def test_run_tool_timeout_after_a_big_output_returns_promptly() -> None:
     t0 = time.monotonic()
     with pytest.raises(procs.CallTimedOut):
-        await live.run_tool(
+        await procs.run_tool(
             ["/bin/sh", "-c", "head -c 500000 /dev/zero; sleep 30"], timeout=0.3, cap=1 << 20
         )
     assert time.monotonic() - t0 < 2.0

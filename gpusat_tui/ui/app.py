@@ -52,6 +52,11 @@ CPU_FIRST_FIGURE_S = 2.0
 #: anyway (see `GpusatApp._exit_on_signal`).
 _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
+#: Keys of the open why view.
+_WHY_ACTIONS = {"why_page"}
+
+#: Panes shorter than this give the open why view the process panel's rows.
+WHY_ROOM_ROWS = 28
 
 #: The key of the job's verdict in a tracker's focus (analysis.verdict.JOB_KEY).
 JOB_KEY = "job"
@@ -87,6 +92,8 @@ class GpusatApp(App[int]):
         Binding("o", "card_view", "One card"),
         Binding("enter", "open_card", "Open"),
         Binding("w,enter", "toggle_why", "Why"),
+        Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
+        Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
         Binding("left_square_bracket", "seek(-10)", "-10s", key_display="["),
@@ -362,7 +369,15 @@ class GpusatApp(App[int]):
     def watch_why_open(self, value: bool) -> None:
         # The open panel takes the sparklines' second rows: why and advice matter more then.
         self.detail.set_why_open(value)
+        self._make_room_for_why()
+        self.refresh_bindings()
         self._schedule_render()
+
+    def _make_room_for_why(self, height: int | None = None) -> None:
+        """In a pane under `WHY_ROOM_ROWS` rows, the open why view takes the process panel's
+        rows but its first two (the summary and the probe's line)."""
+        rows = self.size.height if height is None else height
+        self.set_class(self.why_open and rows < WHY_ROOM_ROWS, "-why-cramped")
 
     def watch_paused(self) -> None:
         self._update_status()
@@ -414,8 +429,9 @@ class GpusatApp(App[int]):
                                  job=self.assessment.job)
             else:
                 energy = self.state.energy.card(self.selected) if self.selected else None
+                job_text = self.job_bar.full_text() if multi else ""
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving, energy)
+                                 self._interval(), driving, energy, job_text=job_text)
         if self.processes_box.display:
             self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
@@ -458,6 +474,7 @@ class GpusatApp(App[int]):
         frame = self.frame
         if frame is not None and not self.view_chosen:
             self._auto_view(len(frame.cards), event.size)
+        self._make_room_for_why(event.size.height)
         # A panel hidden in the smaller pane (not updated while hidden) shows up current.
         self._schedule_render()
 
@@ -548,6 +565,8 @@ class GpusatApp(App[int]):
             return not self.overview
         if action in {"card_view", "open_card"}:
             return self.overview
+        if action in _WHY_ACTIONS:
+            return self.why_open and not self.overview
         return self._is_replay or action not in _REPLAY_ACTIONS
 
     def action_card(self, step: int) -> None:
@@ -598,6 +617,10 @@ class GpusatApp(App[int]):
             self.why_open = True
             return
         self.why_open = not self.why_open
+
+    def action_why_page(self, step: int) -> None:
+        """PgDn/PgUp: the open why view a page on or back."""
+        self.detail.why.page(int(step))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

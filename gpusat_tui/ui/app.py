@@ -41,7 +41,7 @@ from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
 from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
 from gpusat_tui.ui.widgets.panel import CardDetail
-from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
+from gpusat_tui.ui.widgets.processes import ProcessPanel, card_processes, probe_summary
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
 
@@ -433,7 +433,11 @@ class GpusatApp(App[int]):
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
                                  self._interval(), driving, energy, job_text=job_text)
         if self.processes_box.display:
-            self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
+            # The card view: the selected card's trainer(s); the overview: the whole host's.
+            selected = None if self.overview else self.selected
+            shown, shown_probes, tied = card_processes(list(frame.processes), probes, selected)
+            self.processes.show_processes(shown, shown_probes, self._fragmenting,
+                                          card_id=selected if tied and selected else "")
         self._update_status()
 
     def _fragmenting(self, probe: ProbeSample) -> bool:

@@ -34,6 +34,28 @@ def process_summary(processes: list[ProcessSample]) -> str:
     return " · ".join(parts)
 
 
+def card_processes(
+    processes: list[ProcessSample], probes: list[ProbeSample], card_id: str | None
+) -> tuple[list[ProcessSample], list[ProbeSample], bool]:
+    """The trainers that drive ``card_id`` (by the card's process list or their probe), their
+    workers and probes, and True; or everything and False where none is tied to the card
+    (a tool that lists no processes, a container's hidden PIDs)."""
+    if card_id is None:
+        return processes, probes, False
+    probed = {p.pid for p in probes if p.card_id == card_id}
+    trainers = {
+        p.pid for p in processes
+        if p.role == "trainer" and (card_id in p.card_ids or p.pid in probed)
+    }
+    if not trainers and not probed:
+        return processes, probes, False
+    shown = [
+        p for p in processes
+        if p.pid in trainers or (p.role != "trainer" and p.trainer_pid in trainers)
+    ]
+    return shown, [p for p in probes if p.pid in trainers or p.pid in probed], True
+
+
 #: Said where no trainer runs the probe: the figures below are the host's view only.
 NO_PROBE = "no probe: start the job with `gpusat-tui run -- ...` to measure data wait"
 
@@ -126,15 +148,19 @@ def process_text(
     max_rows: int = 12,
     probes: list[ProbeSample] | None = None,
     allocator_for: Callable[[ProbeSample], bool] | None = None,
+    card_id: str = "",
 ) -> Text:
     """Summary line, the probe's figures (or `NO_PROBE`), then one line per process (trainer
     first, its workers under it); a probed trainer's row carries its rank's figures.
 
     ``allocator_for``: whether a rank's allocator figures are worth its row (fragmenting
-    suspected on its card); None shows them nowhere.
+    suspected on its card); None shows them nowhere. ``card_id``: the card these processes
+    drive, named first ("" for all of the host's).
     """
     probes = probes or []
     text = Text(no_wrap=True, overflow="ellipsis")
+    if card_id:
+        text.append(f"{clean(card_id, 40)}: ", style="bold")
     text.append(process_summary(processes), style="bold")
     summary = probe_summary(probes)
     text.append("\n")
@@ -194,10 +220,12 @@ class ProcessPanel(CachedStatic):
         processes: list[ProcessSample],
         probes: list[ProbeSample] | None = None,
         allocator_for: Callable[[ProbeSample], bool] | None = None,
+        card_id: str = "",
     ) -> None:
         # Keyed on the text as shown (CPU % rounded): a worker going from 41.2 to 41.4 % is
         # not worth a repaint.
-        text = process_text(processes, probes=probes, allocator_for=allocator_for)
+        text = process_text(processes, probes=probes, allocator_for=allocator_for,
+                            card_id=card_id)
         rows = text.plain.count("\n") + 1
         if rows >= self._rows:
             self._rows, self._shorter_for = rows, 0

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -41,9 +41,17 @@ from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
 from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
 from gpusat_tui.ui.widgets.panel import CardDetail
-from gpusat_tui.ui.widgets.processes import ProcessPanel, card_processes, probe_summary
+from gpusat_tui.ui.widgets.processes import (
+    ProcessPanel,
+    card_processes,
+    probe_summary,
+    windowed,
+)
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.measured import Rank
 
 #: Seconds of steady running the first own-CPU figure is measured over.
 CPU_FIRST_FIGURE_S = 2.0
@@ -411,8 +419,10 @@ class GpusatApp(App[int]):
         probes = list(frame.probes)
         if multi:
             who, energy = job_summary(frame.jobs, self.state.energy)
-            self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes),
-                              who, energy)
+            # One data-wait figure per screen: the one the job's why quotes, named by its span.
+            job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
+            self.job_bar.show(len(frame.cards), self.assessment.job,
+                              probe_summary(job_probes, job_span), who, energy)
         self._auto_view(len(frame.cards))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
@@ -424,21 +434,38 @@ class GpusatApp(App[int]):
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
+            driving, span = windowed(driving, self._window_ranks(self.selected or ""))
             if not frame.cards and probes:  # no accelerator tool: the job, from its probes
-                self.detail.show(None, None, None, self._interval(), probes,
-                                 job=self.assessment.job)
+                job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
+                self.detail.show(None, None, None, self._interval(), job_probes,
+                                 job=self.assessment.job, span_s=job_span)
             else:
                 energy = self.state.energy.card(self.selected) if self.selected else None
                 job_text = self.job_bar.full_text() if multi else ""
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving, energy, job_text=job_text)
+                                 self._interval(), driving, energy, job_text=job_text,
+                                 span_s=span)
         if self.processes_box.display:
             # The card view: the selected card's trainer(s); the overview: the whole host's.
             selected = None if self.overview else self.selected
             shown, shown_probes, tied = card_processes(list(frame.processes), probes, selected)
+            key = selected if tied and selected else JOB_KEY
+            shown_probes, span = windowed(shown_probes, self._window_ranks(key))
             self.processes.show_processes(shown, shown_probes, self._fragmenting,
-                                          card_id=selected if tied and selected else "")
+                                          card_id=selected if tied and selected else "",
+                                          span_s=span)
         self._update_status()
+
+    def _window_ranks(self, key: str) -> dict[int, Rank]:
+        """The probed trainers over the window ``key``'s why quotes (by PID); none from a
+        tracker that does not say (tests' fixed verdicts) or fails."""
+        ranks = getattr(self.tracker, "window_ranks", None)
+        if ranks is None or not self._tracker_ok:
+            return {}
+        try:
+            return {rank.pid: rank for rank in ranks(key)}
+        except Exception:  # a verdict-engine bug: the probes' own figures
+            return {}
 
     def _fragmenting(self, probe: ProbeSample) -> bool:
         """Whether a rank's allocator figures belong on screen: fragmenting is suspected on

@@ -124,7 +124,9 @@ class LineWidget(Widget):
         keep = word_cut_cells(strip.text, width - 1)
         kept = list(strip.crop(0, keep))
         style = kept[-1].style if kept else None
-        return Strip([*kept, Segment("…", style or self.base_style)]).adjust_cell_length(width)
+        return Strip([*kept, Segment("…", style or self.base_style)]).adjust_cell_length(
+            width, self.base_style
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines in ``crop``, straight from `render_line`'s cache.

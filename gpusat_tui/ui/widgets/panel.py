@@ -234,14 +234,16 @@ def fit_parts(parts: Sequence[tuple[str, str]], width: int) -> list[tuple[str, s
     return out
 
 
-def card_probe_text(probes: Sequence[ProbeSample], *, allocator: bool = False) -> str:
+def card_probe_text(
+    probes: Sequence[ProbeSample], *, allocator: bool = False, span_s: float | None = None
+) -> str:
     """The trainer that drives a card, as its probe measured it:
     ``trainer rank 1 · wait 61% · 211 ms/step · 590 samples/s`` (``+1 more`` when several
     processes drive it; ``tie guessed`` where the card was only guessed from the local rank)."""
     if not probes:
         return ""
     first = probes[0]
-    text = "trainer " + probe_row(first, allocator=allocator, card=False)
+    text = "trainer " + probe_row(first, allocator=allocator, card=False, span_s=span_s)
     if first.tie == "guess":
         text += " (card guessed from the local rank)"
     if len(probes) > 1:
@@ -256,9 +258,11 @@ def panel_data(
     interval_s: float | None,
     probes: Sequence[ProbeSample] = (),
     energy: EnergyFigures | None = None,
+    span_s: float | None = None,
 ) -> PanelData:
     """What the panel shows for a card (pure: tests call it alone). ``probes``: the probed
-    trainers tied to this card; ``energy``: the card's since the dashboard started."""
+    trainers tied to this card; ``energy``: the card's since the dashboard started;
+    ``span_s``: the window their data wait was measured over (the why's)."""
     if card is None:
         return PanelData(interval_s=interval_s)
     hist = history or CardHistory()
@@ -297,13 +301,14 @@ def panel_data(
         charts=(util, power, mem),
         why=verdict.why[0] if verdict and verdict.why else "",
         interval_s=interval_s,
-        probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+        probe=card_probe_text(probes, allocator=kind == "fragmenting", span_s=span_s),
         energy=_energy_text(energy),
     )
 
 
 def job_panel_data(
-    verdict: Verdict, probes: Sequence[ProbeSample], interval_s: float | None
+    verdict: Verdict, probes: Sequence[ProbeSample], interval_s: float | None,
+    span_s: float | None = None,
 ) -> PanelData:
     """What the panel shows with no card but probed trainers (no accelerator tool): the job's
     verdict from the probes and the host, the trainers' measured figures, no chart."""
@@ -316,7 +321,7 @@ def job_panel_data(
         cause=verdict.cause,
         why=why[0] if why else "",
         interval_s=interval_s,
-        probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+        probe=card_probe_text(probes, allocator=kind == "fragmenting", span_s=span_s),
     )
 
 
@@ -368,16 +373,19 @@ class CardDetail(Vertical):
         *,
         job: Verdict | None = None,
         job_text: str = "",
+        span_s: float | None = None,
     ) -> None:
         """``job``: with no card (no accelerator tool), the job's verdict from its probes.
         ``job_text``: the job line's full text (that line may be cut at a word)."""
         if card is None and job is not None:
-            self.panel.show(job_panel_data(job, probes, interval_s))
+            self.panel.show(job_panel_data(job, probes, interval_s, span_s))
             if self.why.display:
                 self._size_panel()
                 self.why.show(job)
             return
-        self.panel.show(panel_data(card, verdict, history, interval_s, probes, energy))
+        self.panel.show(
+            panel_data(card, verdict, history, interval_s, probes, energy, span_s)
+        )
         if card is not None and self.why.display:
             self._size_panel()
             self.why.show(verdict, job_text)

@@ -100,10 +100,8 @@ def scenario_steps(
     return steps
 
 
-def run_check(fakes: FakeBin, *args: str, timeout: float = 120.0) -> dict[str, Any]:
-    """``check --json`` in its own session, boosted like the jobs it watches (`busy_tree`):
-    with autogroup scheduling a boosted job tree beside a loaded machine would otherwise
-    leave the monitor too little CPU to poll its duration's samples at all."""
+def start_check(fakes: FakeBin, *args: str) -> subprocess.Popen[str]:
+    """``check --json`` started in its own session, boosted as `busy_tree` boosts the jobs."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpusat_tui", "check", "--json", "--interval", INTERVAL, *args],
         env=fakes.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -111,6 +109,14 @@ def run_check(fakes: FakeBin, *args: str, timeout: float = 120.0) -> dict[str, A
     )
     with contextlib.suppress(OSError):
         Path(f"/proc/{proc.pid}/autogroup").write_text("-10")
+    return proc
+
+
+def run_check(fakes: FakeBin, *args: str, timeout: float = 120.0) -> dict[str, Any]:
+    """``check --json`` in its own session, boosted like the jobs it watches (`busy_tree`):
+    with autogroup scheduling a boosted job tree beside a loaded machine would otherwise
+    leave the monitor too little CPU to poll its duration's samples at all."""
+    proc = start_check(fakes, *args)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     finally:
@@ -414,13 +420,8 @@ def test_step_from_input_bound_to_saturated_flips_the_badge_once(
     with busy_tree("--workers", str(PEGGED_WORKERS), "--worker-burn-s", "inf",
                    "--stop-file", str(stop)) as tree:
         tool = fake_bin.add_for_spec(spec, scenario_steps(scenario, ticks))
-        check = subprocess.Popen(
-            [sys.executable, "-m", "gpusat_tui", "check", "--json", "--interval", INTERVAL,
-             "--duration", str(0.25 * len(ticks)), "--pid", str(tree.trainer),
-             "--record", str(recording)],
-            env=fake_bin.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            cwd=REPO,
-        )
+        check = start_check(fake_bin, "--duration", str(0.25 * len(ticks)),
+                            "--pid", str(tree.trainer), "--record", str(recording))
         try:
             # The workers stop being the bottleneck once the first "after" poll has run the
             # tool (the num_workers fix of the scenario).

@@ -16,15 +16,13 @@ dropped. The file is rewritten through the same `Recorder`.
 Usage (from the repository root; takes about as long as the longest session, ~2.5 min):
 
     python tools/make_sessions.py            # all sessions
-    python tools/make_sessions.py idle demo  # some of them
+    python tools/make_sessions.py idle fragmenting  # some of them
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -36,68 +34,23 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from gpusat_tui.collectors import all_specs  # noqa: E402
-from gpusat_tui.model import Frame, ProcessSample  # noqa: E402
+from gpusat_tui.model import Frame  # noqa: E402
 from gpusat_tui.sources.reader import read_recording  # noqa: E402
 from gpusat_tui.sources.recorder import Recorder  # noqa: E402
-from tests.fakes import FakeCard  # noqa: E402
 from tests.fakes.tool import FakeBin, Step  # noqa: E402
 from tests.scenarios import (  # noqa: E402
     SCENARIOS,
-    Expectation,
     Scenario,
-    _host,
-    _job,
-    _saturated_cards,
-    _starving_cards,
 )
 
-# --- the demo: two cards, starving on input, then the fix ----------------------------------------
-
-DEMO_CHANGE_AT = 60
-DEMO_TICKS = 130
-
-
-def _demo_cards(tick: int, rng: random.Random) -> list[FakeCard]:
-    make = _starving_cards if tick < DEMO_CHANGE_AT else _saturated_cards
-    return [
-        dataclasses.replace(make(tick, rng)[0], index=i)
-        for i in range(2)
-    ]
-
-
-def _demo_procs(tick: int, rng: random.Random) -> list[ProcessSample]:
-    procs: list[ProcessSample] = []
-    for rank in range(2):
-        if tick < DEMO_CHANGE_AT:  # 4 workers per rank, all pegged on JPEG decoding
-            procs += _job(rng, trainer_cpu=(25, 35), workers=4, worker_cpu=(94, 100),
-                          trainer_pid=7000 + 100 * rank, card_ids=(f"nvidia:{rank}",))
-        else:  # num_workers 4 -> 8 and pre-decoded shards: workers have room to spare
-            procs += _job(rng, trainer_cpu=(70, 90), workers=8, worker_cpu=(45, 60),
-                          trainer_pid=7000 + 100 * rank, card_ids=(f"nvidia:{rank}",))
-    return procs
-
-
-def _demo_host(tick: int, rng: random.Random) -> object:
-    return _host(rng, (30, 40) if tick < DEMO_CHANGE_AT else (55, 70), (0.5, 2), count=16)
-
-
-DEMO = Scenario(
-    "demo",
-    "DDP on 2 cards: input-bound (4 workers per rank pegged) for 60 s, then num_workers 8 "
-    "and pre-decoded data: saturated.",
-    Expectation("saturated"), _demo_cards, _demo_procs, _demo_host,  # type: ignore[arg-type]
-    seed=21, ticks=DEMO_TICKS, change_at=DEMO_CHANGE_AT,
-    before=Expectation("starving", "input-bound"),
-)
-
-#: Output file -> (scenario, polls). The demo is package data (the README's start command).
+#: Output file -> (scenario, polls). The bundled demo (gpusat_tui/data/demo.jsonl, also
+#: samples/sessions/demo.jsonl) is made from a real run instead: tools/make_demo.py.
 SESSIONS: dict[str, tuple[Scenario, int]] = {
     "samples/sessions/saturated.jsonl": (SCENARIOS["saturated_steady"], 60),
     "samples/sessions/starving.jsonl": (SCENARIOS["starving_input_bound"], 60),
     "samples/sessions/fragmenting.jsonl": (SCENARIOS["fragmenting"], 60),
     "samples/sessions/imbalanced.jsonl": (SCENARIOS["imbalanced_4_cards"], 60),
     "samples/sessions/idle.jsonl": (SCENARIOS["idle"], 40),
-    "gpusat_tui/data/demo.jsonl": (DEMO, DEMO_TICKS),
 }
 #: Scenarios a fake tool cannot record: GPM figures (SM activity) come from NVML's GPM API,
 #: which the fake nvidia-smi (CSV fields only) does not give.

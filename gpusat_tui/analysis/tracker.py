@@ -38,8 +38,10 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from gpusat_tui.analysis.cause_hold import hold_cause
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.job import JOB_KEY
+from gpusat_tui.analysis.measured import Rank, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.verdict import History, PreparedWindow, judge_prepared, window_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
@@ -61,6 +63,9 @@ class _Shown:
     #: True while ``verdict`` carries the recent window's figures because the key was out of
     #: focus (`VerdictTracker.explain` replaces them with the evidence window's).
     brief: bool = False
+    #: Absolute poll number of the first frame of the window ``verdict``'s figures come from
+    #: (the evidence window's or the recent one's): `VerdictTracker.window_ranks` reads it.
+    figures_since: int | None = None
 
 
 class VerdictTracker:
@@ -74,7 +79,10 @@ class VerdictTracker:
         *,
         recent_polls: int = 3,
         max_frames: int = 600,
+        hold_cause: bool = False,
     ) -> None:
+        """``hold_cause``: no cause is named until ``window_s`` of polls (or a probe's
+        measured span) is in (`cause_hold`): for the dashboard, which starts with the job."""
         if not window_s > 0:
             raise ValueError(f"window_s must be > 0, got {window_s!r}")
         if hold_polls < 1 or recent_polls < 1:
@@ -95,6 +103,9 @@ class VerdictTracker:
         self._shown: dict[str, _Shown] = {}
         self._assessment = Assessment()
         self._focus: Collection[str] | None = None
+        self.hold_cause = hold_cause
+        #: Time of the first poll since the last reset (how much evidence is in).
+        self._started_t: float | None = None
 
     # --- public -----------------------------------------------------------------------------
 
@@ -113,6 +124,7 @@ class VerdictTracker:
         self._frames.clear()
         self._shown.clear()
         self._assessment = Assessment()
+        self._started_t = None
 
     def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
         """Add one poll and return the assessment the badge should show now.
@@ -129,6 +141,8 @@ class VerdictTracker:
         elif self._frames and t < self._frames[-1][1]:
             # Time went backwards: a replay seek. Old evidence describes another moment.
             self.reset()
+        if self._started_t is None:
+            self._started_t = t
         self._frames.append((self._count, t, frame, frame_facts(frame)))
         self._count += 1
         horizon = t - self.window_s
@@ -199,8 +213,27 @@ class VerdictTracker:
             del self._shown[gone]
         job_offset = min(starts.values(), default=short)
         job = self._update(JOB_KEY, judged(job_offset).job, first + job_offset, evidence)
+        if self.hold_cause:
+            gathered = t - (self._started_t if self._started_t is not None else t)
+            probes = [p for f in facts for p in f.probes]
+            cards = {
+                cid: hold_cause(v, gathered, self.window_s,
+                                [p for p in probes if p.card_id == cid])
+                for cid, v in cards.items()
+            }
+            job = hold_cause(job, gathered, self.window_s, probes)
         self._assessment = Assessment(cards=cards, job=job)
         return self._assessment
+
+    def window_ranks(self, key: str) -> list[Rank]:
+        """The probed trainers over the window that ``key``'s shown figures come from: the
+        data wait quoted in its why (``data wait 51 % of 11 s``) is these ranks' figure, so a
+        screen that shows one beside it shows the same."""
+        state = self._shown.get(key)
+        if state is None or state.figures_since is None or not self._frames:
+            return []
+        offset = max(0, state.figures_since - self._frames[0][0])
+        return ranks_of([entry[3] for entry in self._frames][offset:], self.thresholds)
 
     def explain(self, key: str) -> Verdict | None:
         """The verdict of ``key`` (a card id or `JOB_KEY`) with the evidence window's figures,
@@ -231,6 +264,7 @@ class VerdictTracker:
             shown = state.verdict
             if long is not None and (long.kind, long.cause) == (shown.kind, shown.cause):
                 state.verdict = long
+                state.figures_since = state.since
                 if key == JOB_KEY:
                     self._assessment = Assessment(cards=self._assessment.cards, job=long)
                 elif key in self._assessment.cards:
@@ -266,7 +300,7 @@ class VerdictTracker:
     ) -> Verdict:
         state = self._shown.get(key)
         if state is None or (state.verdict.kind == "unknown" and new.kind != "unknown"):
-            self._shown[key] = _Shown(verdict=new, since=recent_start)
+            self._shown[key] = _Shown(verdict=new, since=recent_start, figures_since=recent_start)
             return new
         shown = state.verdict
         if new.kind != shown.kind:
@@ -276,7 +310,8 @@ class VerdictTracker:
             else:
                 state.candidate, state.count = new.kind, 1
             if state.count >= self.hold_polls:
-                self._shown[key] = _Shown(verdict=new, since=recent_start)
+                self._shown[key] = _Shown(verdict=new, since=recent_start,
+                                          figures_since=recent_start)
                 return new
             return shown
         state.candidate, state.count = None, 0
@@ -286,20 +321,22 @@ class VerdictTracker:
             else:
                 state.cause_candidate, state.cause_count = new.cause, 1
             if state.cause_count >= self.hold_polls:
-                self._shown[key] = _Shown(verdict=new, since=recent_start)
+                self._shown[key] = _Shown(verdict=new, since=recent_start,
+                                          figures_since=recent_start)
                 return new
             return shown
         state.cause_candidate, state.cause_count = None, 0
         if self._focus is not None and key not in self._focus:
             # Out of focus: the recent window's figures (same kind and cause) will do.
             state.verdict, state.brief = new, True
+            state.figures_since = recent_start
             return new
         # Same kind and cause: show the evidence window's figures (more samples) when it
         # agrees, else the recent window's.
         long = evidence(key, state.since)
-        if long is None or (long.kind, long.cause) != (shown.kind, shown.cause):
-            long = new
-        state.verdict, state.brief = long, False
+        agrees = long is not None and (long.kind, long.cause) == (shown.kind, shown.cause)
+        state.verdict, state.brief = (long if long is not None and agrees else new), False
+        state.figures_since = state.since if agrees else recent_start
         return state.verdict
 
 

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -47,9 +47,17 @@ from gpusat_tui.ui.widgets.overview import (
     overview_fits,
 )
 from gpusat_tui.ui.widgets.panel import CardDetail
-from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
+from gpusat_tui.ui.widgets.processes import (
+    ProcessPanel,
+    card_processes,
+    probe_summary,
+    windowed,
+)
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.measured import Rank
 
 #: Seconds of steady running the first own-CPU figure is measured over.
 CPU_FIRST_FIGURE_S = 2.0
@@ -58,6 +66,11 @@ CPU_FIRST_FIGURE_S = 2.0
 #: anyway (see `GpusatApp._exit_on_signal`).
 _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
+#: Keys of the open why view.
+_WHY_ACTIONS = {"why_page"}
+
+#: Panes shorter than this give the open why view the process panel's rows.
+WHY_ROOM_ROWS = 28
 
 #: The key of the job's verdict in a tracker's focus (analysis.job.JOB_KEY).
 JOB_KEY = "job"
@@ -95,6 +108,8 @@ class GpusatApp(App[int]):
         Binding("o", "card_view", "One card"),
         Binding("enter", "open_card", "Open"),
         Binding("w,enter", "toggle_why", "Why"),
+        Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
+        Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
         Binding("left_square_bracket", "seek(-10)", "-10s", key_display="["),
@@ -370,7 +385,15 @@ class GpusatApp(App[int]):
     def watch_why_open(self, value: bool) -> None:
         # The open panel takes the sparklines' second rows: why and advice matter more then.
         self.detail.set_why_open(value)
+        self._make_room_for_why()
+        self.refresh_bindings()
         self._schedule_render()
+
+    def _make_room_for_why(self, height: int | None = None) -> None:
+        """In a pane under `WHY_ROOM_ROWS` rows, the open why view takes the process panel's
+        rows but its first two (the summary and the probe's line)."""
+        rows = self.size.height if height is None else height
+        self.set_class(self.why_open and rows < WHY_ROOM_ROWS, "-why-cramped")
 
     def watch_paused(self) -> None:
         self._update_status()
@@ -404,8 +427,10 @@ class GpusatApp(App[int]):
         probes = list(frame.probes)
         if multi:
             who, energy = job_summary(frame.jobs, self.state.energy)
-            self.job_bar.show(len(frame.cards), self.assessment.job, probe_summary(probes),
-                              who, energy)
+            # One data-wait figure per screen: the one the job's why quotes, named by its span.
+            job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
+            self.job_bar.show(len(frame.cards), self.assessment.job,
+                              probe_summary(job_probes, job_span), who, energy)
         self._auto_view(len(frame.cards))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
@@ -417,16 +442,38 @@ class GpusatApp(App[int]):
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
+            driving, span = windowed(driving, self._window_ranks(self.selected or ""))
             if not frame.cards and probes:  # no accelerator tool: the job, from its probes
-                self.detail.show(None, None, None, self._interval(), probes,
-                                 job=self.assessment.job)
+                job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
+                self.detail.show(None, None, None, self._interval(), job_probes,
+                                 job=self.assessment.job, span_s=job_span)
             else:
                 card_energy = self.state.energy.card(self.selected) if self.selected else None
+                job_text = self.job_bar.full_text() if multi else ""
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving, card_energy)
+                                 self._interval(), driving, card_energy, job_text=job_text,
+                                 span_s=span)
         if self.processes_box.display:
-            self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
+            # The card view: the selected card's trainer(s); the overview: the whole host's.
+            selected = None if self.overview else self.selected
+            shown, shown_probes, tied = card_processes(list(frame.processes), probes, selected)
+            key = selected if tied and selected else JOB_KEY
+            shown_probes, span = windowed(shown_probes, self._window_ranks(key))
+            self.processes.show_processes(shown, shown_probes, self._fragmenting,
+                                          card_id=selected if tied and selected else "",
+                                          span_s=span)
         self._update_status()
+
+    def _window_ranks(self, key: str) -> dict[int, Rank]:
+        """The probed trainers over the window ``key``'s why quotes (by PID); none from a
+        tracker that does not say (tests' fixed verdicts) or fails."""
+        ranks = getattr(self.tracker, "window_ranks", None)
+        if ranks is None or not self._tracker_ok:
+            return {}
+        try:
+            return {rank.pid: rank for rank in ranks(key)}
+        except Exception:  # a verdict-engine bug: the probes' own figures
+            return {}
 
     def _fragmenting(self, probe: ProbeSample) -> bool:
         """Whether a rank's allocator figures belong on screen: fragmenting is suspected on
@@ -466,6 +513,7 @@ class GpusatApp(App[int]):
         frame = self.frame
         if frame is not None and not self.view_chosen:
             self._auto_view(len(frame.cards), event.size)
+        self._make_room_for_why(event.size.height)
         # A panel hidden in the smaller pane (not updated while hidden) shows up current.
         self._schedule_render()
 
@@ -556,6 +604,8 @@ class GpusatApp(App[int]):
             return not self.overview
         if action in {"card_view", "open_card"}:
             return self.overview
+        if action in _WHY_ACTIONS:
+            return self.why_open and not self.overview
         return self._is_replay or action not in _REPLAY_ACTIONS
 
     def action_card(self, step: int) -> None:
@@ -606,6 +656,10 @@ class GpusatApp(App[int]):
             self.why_open = True
             return
         self.why_open = not self.why_open
+
+    def action_why_page(self, step: int) -> None:
+        """PgDn/PgUp: the open why view a page on or back."""
+        self.detail.why.page(int(step))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

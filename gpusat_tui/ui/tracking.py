@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gpusat_tui.model import Assessment, Frame, Verdict
+
+if TYPE_CHECKING:  # the app must start even when the verdict engine cannot be imported
+    from gpusat_tui.analysis.measured import Rank
 
 
 class Tracker(Protocol):
@@ -16,6 +19,13 @@ class Tracker(Protocol):
     def explain(self, key: str) -> Verdict | None: ...
 
     def reset(self) -> None: ...
+
+
+class WindowFigures(Protocol):
+    """A tracker that also says over which span its why's probe figures were measured
+    (analysis.tracker.VerdictTracker); the app shows the same figure, named by that span."""
+
+    def window_ranks(self, key: str) -> list[Rank]: ...
 
 
 class UnknownTracker:
@@ -39,4 +49,5 @@ def default_tracker() -> Tracker:
         from gpusat_tui.analysis.tracker import VerdictTracker
     except ImportError:
         return UnknownTracker()
-    return VerdictTracker()
+    # The dashboard starts with the job: no cause until the evidence is in (`cause_hold`).
+    return VerdictTracker(hold_cause=True)

@@ -100,13 +100,31 @@ def scenario_steps(
     return steps
 
 
-def run_check(fakes: FakeBin, *args: str, timeout: float = 60.0) -> dict[str, Any]:
-    result = subprocess.run(
+def start_check(fakes: FakeBin, *args: str) -> subprocess.Popen[str]:
+    """``check --json`` started in its own session, boosted as `busy_tree` boosts the jobs."""
+    proc = subprocess.Popen(
         [sys.executable, "-m", "gpusat_tui", "check", "--json", "--interval", INTERVAL, *args],
-        env=fakes.env(), capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        env=fakes.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        start_new_session=True,
     )
-    assert result.returncode == 0, result.stderr
-    [line] = result.stdout.strip().splitlines()
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{proc.pid}/autogroup").write_text("-10")
+    return proc
+
+
+def run_check(fakes: FakeBin, *args: str, timeout: float = 120.0) -> dict[str, Any]:
+    """``check --json`` in its own session, boosted like the jobs it watches (`busy_tree`):
+    with autogroup scheduling a boosted job tree beside a loaded machine would otherwise
+    leave the monitor too little CPU to poll its duration's samples at all."""
+    proc = start_check(fakes, *args)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    [line] = stdout.strip().splitlines()
     return json.loads(line)  # type: ignore[no-any-return]
 
 
@@ -160,8 +178,12 @@ class Tree:
 
 
 @contextlib.contextmanager
-def busy_tree(*args: str, max_s: float = 20.0) -> Iterator[Tree]:
+def busy_tree(*args: str, max_s: float = 300.0) -> Iterator[Tree]:
     """Start ``tests/jobs/busy_tree.py`` with ``args``; always kill the whole tree after.
+
+    The tree lives until the test kills it: ``max_s`` is only a safety net for a crashed
+    test. (At 20 s, a check that a loaded machine took long to start polled a trainer that
+    had already ended: a zombie, and no workers.)
 
     The tree leads its own session, and where allowed (root / CAP_SYS_NICE) that session's
     autogroup gets nice -10, as `tests.host.test_processes.Job` does: with autogroup scheduling
@@ -369,7 +391,7 @@ def test_a_job_with_nothing_running_for_20_s_is_stalled(fake_bin: FakeBin) -> No
     util 0: ``check`` says stalled once it has lasted ``stall_min_s`` (20 s: this test takes
     about 22 s), with how long and the py-spy advice for the real PID."""
     scenario = SCENARIOS["stalled"]
-    with busy_tree("--workers", "2", max_s=60.0) as tree:
+    with busy_tree("--workers", "2") as tree:
         spec = spec_named("nvidia-smi")
         fake_bin.add_for_spec(spec, scenario_steps(scenario, range(30, 130)))
         report = run_check(fake_bin, "--duration", "22", "--pid", str(tree.trainer))
@@ -398,13 +420,8 @@ def test_step_from_input_bound_to_saturated_flips_the_badge_once(
     with busy_tree("--workers", str(PEGGED_WORKERS), "--worker-burn-s", "inf",
                    "--stop-file", str(stop)) as tree:
         tool = fake_bin.add_for_spec(spec, scenario_steps(scenario, ticks))
-        check = subprocess.Popen(
-            [sys.executable, "-m", "gpusat_tui", "check", "--json", "--interval", INTERVAL,
-             "--duration", str(0.25 * len(ticks)), "--pid", str(tree.trainer),
-             "--record", str(recording)],
-            env=fake_bin.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            cwd=REPO,
-        )
+        check = start_check(fake_bin, "--duration", str(0.25 * len(ticks)),
+                            "--pid", str(tree.trainer), "--record", str(recording))
         try:
             # The workers stop being the bottleneck once the first "after" poll has run the
             # tool (the num_workers fix of the scenario).

@@ -64,25 +64,6 @@ def test_bundled_session_shares_match_their_labels(rel: str) -> None:
             assert card.verdict_share.get(label.kind, 0.0) >= 1 - SLACK_POLLS / polls
 
 
-def test_demo_tells_its_story() -> None:
-    """Demo: 2 cards starving (input-bound) for 60 s, then saturated: shares per card too."""
-    make = load_make_sessions()
-    _, polls = SESSIONS["gpusat_tui/data/demo.jsonl"]
-    report = analyse(REPO / "gpusat_tui/data/demo.jsonl").to_json()
-    change = make.DEMO_CHANGE_AT / polls  # type: ignore[attr-defined]
-    expected = {"starving": change, "saturated": 1 - change}
-    assert len(report.cards) == 2
-    for card in report.cards:
-        assert_shares(card.verdict_share, expected, polls)
-        assert card.verdict.kind == "saturated"  # where it spent most of its time
-        (worst,) = card.worst
-        assert (worst.kind, worst.cause) == ("starving", "input-bound")
-        assert worst.start_s <= SLACK_POLLS
-        assert abs(worst.end_s - make.DEMO_CHANGE_AT) <= SLACK_POLLS  # type: ignore[attr-defined]
-        assert any("worker" in why for why in worst.why)
-        assert any("num_workers" in advice for advice in worst.advice)
-
-
 def test_json_is_check_shape_plus_shares() -> None:
     data = analyse(REPO / "samples/sessions/imbalanced.jsonl").to_json()
     dumped = json.loads(data.model_dump_json())

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 PR_SET_NAME = 15
 
@@ -52,7 +53,11 @@ def spin_or_sleep(burn: bool, deadline: float, parent: int) -> None:
 
 def fork_workers(count: int, body: Callable[[], None]) -> list[int]:
     """Fork ``count`` children named ``pt_data_worker`` (as torch names them), each running
-    ``body`` then exiting; returns their PIDs."""
+    ``body`` then exiting; returns their PIDs once every child carries that name.
+
+    A child renames itself when it first runs: on a loaded machine that can be long after the
+    fork, and a PID list printed before it reads as a trainer with unnamed children (a monitor
+    that scanned the tree then saw no worker at all)."""
     children: list[int] = []
     for _ in range(count):
         pid = os.fork()
@@ -64,7 +69,26 @@ def fork_workers(count: int, body: Callable[[], None]) -> list[int]:
             finally:
                 os._exit(0)
         children.append(pid)
+    wait_named(children, "pt_data_worker")
     return children
+
+
+def wait_named(pids: list[int], name: str, timeout: float = 60.0) -> None:
+    """Return once every process of ``pids`` is named ``name`` (or has ended)."""
+    deadline = time.monotonic() + timeout
+    waiting = list(pids)
+    while waiting and time.monotonic() < deadline:
+        still = []
+        for pid in waiting:
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue  # ended already
+            if comm != name:
+                still.append(pid)
+        waiting = still
+        if waiting:
+            time.sleep(0.005)
 
 
 def kill_workers(children: list[int]) -> None:

@@ -120,6 +120,36 @@ class ListSource:
         self.closed = True
 
 
+class StepSource:
+    """Yields its frames only as the test releases them (`release`), then stays open: each
+    frame is shown before the next exists, however slow the machine (a paced source's next
+    frame can arrive while a loaded test is still looking at the last)."""
+
+    label = "test source"
+
+    def __init__(self, frames: Sequence[Frame]) -> None:
+        self._frames = list(frames)
+        self._allowed = 0
+        self._more = asyncio.Event()
+        self.yielded = 0
+
+    def release(self, n: int = 1) -> None:
+        self._allowed += n
+        self._more.set()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        for frame in self._frames:
+            while self.yielded >= self._allowed:
+                self._more.clear()
+                await self._more.wait()
+            self.yielded += 1
+            yield frame
+        await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        return None
+
+
 class HungSource:
     """A source whose first poll never returns (a hung vendor tool with no timeout)."""
 

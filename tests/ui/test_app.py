@@ -18,6 +18,7 @@ from tests.ui.conftest import (
     FixedTracker,
     HungSource,
     ListSource,
+    StepSource,
     card,
     frames_for,
     screen_text,
@@ -437,10 +438,11 @@ async def test_card_list_repaints_only_the_rows_that_changed() -> None:
     # Card 0's figure changes every frame, card 2's only on the last one, card 1's never.
     utils = [(10.0, 50.0, 70.0), (11.0, 50.0, 70.0), (12.0, 50.0, 75.0)]
     frames = frames_for(3, lambda i: [card(j, utils[i][j]) for j in range(3)])
-    source = ListSource(frames, delay=0.3)
+    source = StepSource(frames)  # one frame at a time, each shown before the next exists
     app = make_app(source)
     regions: list[tuple[tuple[int, int, int, int], ...]] = []
     async with app.run_test(size=(100, 30)) as pilot:
+        source.release()
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 0)
         refresh = app.card_list.refresh
 
@@ -449,9 +451,11 @@ async def test_card_list_repaints_only_the_rows_that_changed() -> None:
             return refresh(*args, **kw)  # type: ignore[arg-type]
 
         app.card_list.refresh = spy  # type: ignore[method-assign]
+        source.release()
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
         rows = screen_text(app).splitlines()
         assert "▸ 0  11%" in rows[1] and "1  50%" in rows[2] and "2  70%" in rows[3]
+        source.release()
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
         rows = screen_text(app).splitlines()
         assert "▸ 0  12%" in rows[1] and "1  50%" in rows[2] and "2  75%" in rows[3]
@@ -464,9 +468,11 @@ async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
     # Frame 1 changes the utilisation (10 -> 20 %); frame 2 only the temperature (the title).
     figures = [(10.0, 60.0), (20.0, 60.0), (20.0, 65.0)]
     frames = frames_for(3, lambda i: [card(0, figures[i][0], temp=figures[i][1], power=500.0)])
-    app = make_app(ListSource(frames, delay=0.3))
+    source = StepSource(frames)  # one frame at a time, each shown before the next exists
+    app = make_app(source)
     regions: list[tuple[int, int, int, int]] = []
     async with app.run_test(size=(100, 30)) as pilot:
+        source.release()
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 0)
         panel = app.detail.panel
         refresh = panel.refresh
@@ -476,8 +482,10 @@ async def test_card_panel_repaints_only_the_lines_that_changed() -> None:
             return refresh(*args, **kw)  # type: ignore[arg-type]
 
         panel.refresh = spy  # type: ignore[method-assign]
+        source.release()
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
         assert "GPU-Util 20%" in screen_text(app)
+        source.release()
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 2)
         assert "65°C" in screen_text(app)
         width = panel.size.width
@@ -535,12 +543,19 @@ async def test_own_cpu_figure_leaves_start_up_out(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(app_module, "process_cpu_sampler", sampler)
     frames = frames_for(8, lambda i: [card(0, 50.0)])
-    app = GpusatApp(ListSource(frames, delay=0.05), tracker=FixedTracker(default=SATURATED),  # type: ignore[arg-type]
-                    clock=lambda: T0 + 1.0, cpu_sample_s=0.5, view="card")
+    source = StepSource(frames)
+    # No periodic sample during the test (it would start the figure early on a slow machine):
+    # the first figure is the one timed from the FREEZE_HEAP_AFTER-th frame.
+    app = GpusatApp(source, tracker=FixedTracker(default=SATURATED),  # type: ignore[arg-type]
+                    clock=lambda: T0 + 1.0, cpu_sample_s=3600.0, view="card")
     apps.append(app)
     async with app.run_test(size=(100, 30)) as pilot:
+        source.release()
         await settle(pilot, lambda: app.frames_shown >= 1)
         assert "monitor … CPU" in screen_text(app)
-        await settle(pilot, lambda: "monitor 0.6% CPU" in screen_text(app))
+        for shown in range(2, len(frames) + 1):  # each frame shown: none is replaced
+            source.release()
+            await settle(pilot, lambda n=shown: app.frames_shown >= n, timeout=60.0)
+        await settle(pilot, lambda: "monitor 0.6% CPU" in screen_text(app), timeout=60.0)
         assert calls[0] == FREEZE_HEAP_AFTER  # the start-up share, read and dropped
         assert app.own_cpu_pct == 0.6

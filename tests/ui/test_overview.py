@@ -181,8 +181,10 @@ async def test_probe_figures_on_the_job_line_and_in_the_process_panel() -> None:
         assert "data wait 3–41% · step 175–180 ms · 1420 samples/s (2 ranks)" in job
         text = screen_text(app)
         assert "rank 0 nvidia:0 · wait 41% · 180 ms/step · 700 samples/s" in text
-        assert "rank 1 nvidia:1 · wait 3% · 175 ms/step · 720 samples/s" in text
         assert "alloc" not in text  # no fragmenting suspected: no allocator figures
+        await pilot.press("right")  # the process panel follows the selected card
+        await settle(pilot, lambda: "rank 1 nvidia:1 · wait 3% · 175 ms/step · 720 samples/s"
+                     in screen_text(app))
 
 
 async def test_allocator_figures_when_fragmenting_is_suspected() -> None:
@@ -196,7 +198,9 @@ async def test_allocator_figures_when_fragmenting_is_suspected() -> None:
         text = screen_text(app)
         rank0 = next(line for line in text.splitlines() if "rank 0" in line)
         assert "alloc 60.0 GiB · reserved 75.0 GiB · split 9.0 GiB · 12 retries · 0 OOMs" in rank0
-        rank1 = next(line for line in text.splitlines() if "rank 1" in line)
+        await pilot.press("right")  # card 1: its own rank, saturated, no allocator figures
+        await settle(pilot, lambda: "rank 1" in screen_text(app))
+        rank1 = next(line for line in screen_text(app).splitlines() if "rank 1" in line)
         assert "alloc" not in rank1
 
 

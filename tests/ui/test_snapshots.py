@@ -1,8 +1,10 @@
 """SVG snapshots (top-level ``snapshots/``): one per verdict; 8 cards in the overview (160x50,
 100x30), one card's full charts, the card list; no tool; a narrow and a tiny pane.
 
-Deterministic: fixed frames, fixed verdicts (FixedTracker), an injected clock, a frozen
-own-CPU figure, fixed terminal sizes, and nothing host- or time-dependent on screen.
+Deterministic: fixed frames (the labelled scenarios' for the verdicts), the verdicts the
+engine gives those frames (judged once on the scenario's last 30 s, then held by a
+FixedTracker), an injected clock, a frozen own-CPU figure, fixed terminal sizes, and nothing
+host- or time-dependent on screen.
 Regenerate with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look at them.
 """
 
@@ -13,9 +15,11 @@ from collections.abc import Callable
 
 import pytest
 
-from gpusat_tui.model import CardReading, ProbeSample, ProcessSample, Verdict, VerdictKind
+from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.model import CardReading, Frame, ProbeSample, Verdict, VerdictKind
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.tracking import UnknownTracker
+from tests.scenarios import SCENARIOS
 from tests.ui.conftest import (
     T0,
     FixedTracker,
@@ -27,6 +31,9 @@ from tests.ui.conftest import (
 )
 
 N_FRAMES = 60
+#: Polls of history for the eight-card views: more than the widest chart's columns (135 at
+#: 160x50), so the charts are drawn from their left edge up to now, as after a few minutes.
+HISTORY = 150
 
 
 def wave(i: int, base: float, amp: float, period: float = 9.0, top: float = 100.0) -> float:
@@ -37,63 +44,33 @@ def watts(i: int, base: float, amp: float) -> float:
     return round(wave(i, base, amp, top=1000.0))
 
 
-SCENARIOS: dict[str, tuple[Callable[[int], list[CardReading]], list[ProcessSample], Verdict]] = {
-    "saturated": (
-        lambda i: [card(0, wave(i, 97, 2), power=watts(i, 640, 20), temp=71.0)],
-        trainer_with_workers(workers=4, state="sleeping"),
-        Verdict(kind="saturated", confidence=0.9,
-                why=["GPU-Util 97% (min 95%) over 30 s", "power 640 W = 91% of the 700 W cap"],
-                advice=["The card is the bottleneck: a bigger batch or mixed precision may help"]),
-    ),
-    "starving": (
-        lambda i: [card(0, 100.0 if i % 5 == 0 else 8.0, power=watts(i, 180, 30), temp=48.0)],
-        trainer_with_workers(workers=4, cpu=99.0, state="running"),
-        Verdict(kind="starving", cause="input-bound", confidence=0.8,
-                why=["GPU-Util 26% mean, in bursts", "4 DataLoader workers at 40-43% CPU each"],
-                advice=["Raise num_workers (8 cores idle)", "pin_memory=True, persistent_workers"]),
-    ),
-    "fragmenting": (
-        lambda i: [card(0, wave(i, 92, 6, 3), power=watts(i, 260, 25), temp=55.0)],
-        trainer_with_workers(workers=2, state="sleeping"),
-        Verdict(kind="fragmenting", confidence=0.7,
-                why=["GPU-Util 92% but power only 37% of cap", "many short kernels, host syncs"],
-                advice=["Fuse small ops (torch.compile), avoid .item() in the loop"]),
-    ),
-    "imbalanced": (
-        lambda i: [card(0, 95.0, power=600.0), card(1, 96.0, power=610.0),
-                   card(2, wave(i, 40, 30), power=250.0), card(3, 94.0, power=590.0)],
-        trainer_with_workers(workers=4),
-        Verdict(kind="imbalanced", confidence=0.8,
-                why=["card 2 at 40% while the others are at 95%"],
-                advice=["Check the data shard and sampler of rank 2"]),
-    ),
-    "idle": (
-        lambda i: [card(0, 0.0, mem_used=512.0, power=62.0, temp=34.0)],
-        [],
-        Verdict(kind="idle", confidence=0.9, why=["GPU-Util 0% and 62 W for 30 s"],
-                advice=["Nothing is running here: is the job on another card?"]),
-    ),
-    "unknown": (
-        lambda i: [card(0, None, mem_used=None, power=None, cap=None, temp=None,
-                        stale_s=14.0 if i == N_FRAMES - 1 else None)],
-        [],
-        Verdict(kind="unknown", why=["no utilisation figure from the tool (N/A)"],
-                advice=["Try --tool with a newer driver's tool"]),
-    ),
+#: The labelled scenario (tests/scenarios.py) each verdict's snapshot shows; ``unknown`` is a
+#: card whose tool gives no figure (N/A) and goes stale on the last poll.
+SCENARIO_OF: dict[str, str | None] = {
+    "saturated": "saturated_steady",
+    "starving": "starving_input_bound",
+    "fragmenting": "fragmenting",
+    "imbalanced": "imbalanced_4_cards",
+    "idle": "idle",
+    "unknown": None,
 }
 
 
+def scenario_frames(kind: str) -> list[Frame]:
+    name = SCENARIO_OF[kind]
+    if name is not None:
+        return SCENARIOS[name].frames(N_FRAMES, t0=T0)
+    return frames_for(N_FRAMES, lambda i: [
+        card(0, None, mem_used=None, power=None, cap=None, temp=None,
+             stale_s=14.0 if i == N_FRAMES - 1 else None)])
+
+
 def scenario_app(kind: VerdictKind) -> tuple[GpusatApp, ListSource]:
-    cards_at, procs, verdict = SCENARIOS[kind]
-    frames = frames_for(N_FRAMES, cards_at, processes=procs)
-    n_cards = len(frames[0].cards)
-    if kind == "imbalanced":
-        tracker = FixedTracker(
-            cards={"nvidia:2": Verdict(kind="starving", cause="unknown", why=["waits"])},
-            default=Verdict(kind="saturated"), job=verdict)
-    else:
-        tracker = FixedTracker(default=verdict, job=verdict)
-    assert n_cards >= 1
+    """The scenario's frames, and the verdicts the engine gives them: judged on the
+    scenario's last 30 s (the dashboard's evidence window), its own words in the why box."""
+    frames = scenario_frames(kind)
+    judged = judge(frames[-30:])
+    tracker = FixedTracker(cards=dict(judged.cards), job=judged.job)
     source = ListSource(frames)
     app = GpusatApp(source, tracker=tracker, clock=lambda: T0 + N_FRAMES, interval=1.0,
                     own_cpu=lambda: 0.4)
@@ -107,10 +84,11 @@ def wait_for_all(app: GpusatApp, source: ListSource, n: int) -> Callable[..., ob
     return run_before
 
 
-@pytest.mark.parametrize("kind", list(SCENARIOS))
+@pytest.mark.parametrize("kind", list(SCENARIO_OF))
 def test_snapshot_verdict(kind: VerdictKind, snap_compare: Callable[..., bool]) -> None:
     app, source = scenario_app(kind)
-    press = ["w"] if kind != "imbalanced" else ["right", "right", "w"]
+    # imbalanced: the straggler (card 3) selected
+    press = ["w"] if kind != "imbalanced" else ["right", "right", "right", "w"]
     assert snap_compare(app, press=press, terminal_size=(80, 24),
                         run_before=wait_for_all(app, source, N_FRAMES))
 
@@ -147,7 +125,7 @@ def eight_card_app(view: str | None = None, probes: bool = True) -> tuple[Gpusat
 
     frames = [
         frame.model_copy(update={"probes": frame_probes(frame.seq) if probes else []})
-        for frame in frames_for(N_FRAMES, with_gpm, processes=trainer_with_workers(workers=6))
+        for frame in frames_for(HISTORY, with_gpm, processes=trainer_with_workers(workers=6))
     ]
     tracker = FixedTracker(
         cards={f"nvidia:{j}": Verdict(kind=k, cause="input-bound" if k == "starving" else None,
@@ -156,7 +134,7 @@ def eight_card_app(view: str | None = None, probes: bool = True) -> tuple[Gpusat
         job=Verdict(kind="imbalanced", why=["cards 0-1 wait for input while 4-7 are saturated"]),
     )
     source = ListSource(frames)
-    app = GpusatApp(source, tracker=tracker, clock=lambda: T0 + N_FRAMES, interval=1.0,
+    app = GpusatApp(source, tracker=tracker, clock=lambda: T0 + HISTORY, interval=1.0,
                     own_cpu=lambda: 0.4, view=view)
     return app, source
 
@@ -166,7 +144,7 @@ def test_snapshot_overview(size: tuple[int, int], snap_compare: Callable[..., bo
     # The default with 8 cards in both panes: every card's block; the selection on card 3.
     app, source = eight_card_app()
     assert snap_compare(app, press=["right", "down"], terminal_size=size,
-                        run_before=wait_for_all(app, source, N_FRAMES))
+                        run_before=wait_for_all(app, source, HISTORY))
 
 
 def test_snapshot_full_card_charts(snap_compare: Callable[..., bool]) -> None:
@@ -174,14 +152,14 @@ def test_snapshot_full_card_charts(snap_compare: Callable[..., bool]) -> None:
     # GPU-Util, throttled by its power cap; the probe's figures in the process panel.
     app, source = eight_card_app()
     assert snap_compare(app, press=["down", "down", "down", "enter"], terminal_size=(160, 50),
-                        run_before=wait_for_all(app, source, N_FRAMES))
+                        run_before=wait_for_all(app, source, HISTORY))
 
 
 def test_snapshot_card_list_view(snap_compare: Callable[..., bool]) -> None:
     # The list of cards beside the selected one, chosen with o; no probe here.
     app, source = eight_card_app(view="card", probes=False)
     assert snap_compare(app, press=["down", "down", "down", "down"], terminal_size=(100, 30),
-                        run_before=wait_for_all(app, source, N_FRAMES))
+                        run_before=wait_for_all(app, source, HISTORY))
 
 
 def test_snapshot_narrow_pane(snap_compare: Callable[..., bool]) -> None:
@@ -199,7 +177,7 @@ def test_snapshot_narrow_pane(snap_compare: Callable[..., bool]) -> None:
 def test_snapshot_tiny_pane(snap_compare: Callable[..., bool]) -> None:
     app, source = eight_card_app()
     assert snap_compare(app, terminal_size=(20, 5), run_before=wait_for_all(app, source,
-                                                                             N_FRAMES))
+                                                                             HISTORY))
 
 
 def test_snapshot_no_tool(snap_compare: Callable[..., bool]) -> None:

@@ -67,21 +67,34 @@ class JobLine(LineWidget):
             self.who, self.energy = who, energy
             self.refresh()
 
-    def render_line(self, y: int) -> Strip:
-        if y:
-            return self.blank()
+    def _parts(self) -> list[tuple[str, str]]:
+        """(text, component class or "" for bold) parts of the line, uncut."""
         verdict = self.verdict
         kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
         first = verdict.why[0] if verdict.why else ""
         cards = f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}"
         parts = [
-            (f"Job ({cards}) ", self.base_style + _BOLD),
-            (f" {badge_word(kind, verdict.cause)} ", self.part_style(f"jobline--{kind}")),
+            (f"Job ({cards}) ", ""),
+            (f" {badge_word(kind, verdict.cause)} ", f"jobline--{kind}"),
         ]
         if self.who:
-            parts.append((f" {clean(self.who, 100)} ", self.part_style("jobline--who")))
-        parts.append((f" {self.probe or 'no probe'} ", self.part_style("jobline--probe")))
+            parts.append((f" {clean(self.who, 100)} ", "jobline--who"))
+        parts.append((f" {self.probe or 'no probe'} ", "jobline--probe"))
         if self.energy:
-            parts.append((f" {clean(self.energy, 100)} ", self.part_style("jobline--probe")))
-        parts.append((f" {clean(first, 120)}", self.part_style("jobline--why")))
-        return self.fit(self.strip_parts(parts))
+            parts.append((f" {clean(self.energy, 100)} ", "jobline--probe"))
+        if first:
+            parts.append((f" {clean(first, 400)}", "jobline--why"))
+        return parts
+
+    def full_text(self) -> str:
+        """The whole line as text (the why view shows it: here it may be cut at a word)."""
+        return " ".join(" ".join(text.split()) for text, _ in self._parts())
+
+    def render_line(self, y: int) -> Strip:
+        if y:
+            return self.blank()
+        styled = [
+            (text, self.part_style(part) if part else self.base_style + _BOLD)
+            for text, part in self._parts()
+        ]
+        return self.fit_at_word(self.strip_parts(styled))

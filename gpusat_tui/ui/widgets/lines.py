@@ -114,6 +114,20 @@ class LineWidget(Widget):
         style = kept[-1].style if kept else None
         return Strip([*kept, Segment("…", style or self.base_style)])
 
+    def fit_at_word(self, segments: list[Segment], width: int | None = None) -> Strip:
+        """Like `fit`, but a cut line ends at a word, then … (no word is shown half)."""
+        strip = Strip(segments, sum(cells(segment.text) for segment in segments))
+        if width is None:
+            width = self.drawing_size.width
+        if strip.cell_length <= width or width <= 1:
+            return self.fit(segments, width)
+        keep = word_cut_cells(strip.text, width - 1)
+        kept = list(strip.crop(0, keep))
+        style = kept[-1].style if kept else None
+        return Strip([*kept, Segment("…", style or self.base_style)]).adjust_cell_length(
+            width, self.base_style
+        )
+
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines in ``crop``, straight from `render_line`'s cache.
 
@@ -245,6 +259,29 @@ def cut(text: str, width: int) -> str:
     if cell_len(text) <= width:
         return set_cell_size(text, width)
     return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, 1)
+
+
+def word_cut_cells(text: str, width: int) -> int:
+    """Cells of ``text`` to keep so that at most ``width`` are kept and the cut falls between
+    words (after the last space that fits); a first word wider than ``width`` is cut."""
+    used = 0
+    last_break = 0
+    for char in text:
+        size = cell_len(char)
+        if used + size > width:
+            break
+        used += size
+        if char == " ":
+            last_break = used - 1
+    return last_break if last_break > 0 else used
+
+
+def cut_at_word(text: str, width: int) -> str:
+    """``text`` made exactly ``width`` cells wide; a cut ends at a word, then …."""
+    if width <= 1 or cell_len(text) <= width:
+        return cut(text, width)
+    keep = word_cut_cells(text, width - 1)
+    return set_cell_size(set_cell_size(text, keep).rstrip() + "…", width)
 
 
 class PlannedLines(LineWidget):

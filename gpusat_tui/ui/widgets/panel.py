@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
@@ -29,16 +28,17 @@ from gpusat_tui.text import clean
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
-from gpusat_tui.ui.widgets.cards import WrappedText, util_label
+from gpusat_tui.ui.widgets.cards import util_label
 from gpusat_tui.ui.widgets.charts import (
     gpm_text,
     span_min_max,
     throttle_reasons,
     time_axis,
 )
-from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
+from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut, cut_at_word
 from gpusat_tui.ui.widgets.processes import probe_row
 from gpusat_tui.ui.widgets.spark import spark_rows
+from gpusat_tui.ui.widgets.why_view import WhyView
 
 #: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
 #: itself is a line inside the chart, not its edge.
@@ -174,7 +174,7 @@ class CardPanel(PlannedLines):
             hint = "  (w: why & advice)"
             text = clean(data.why, 200)
             if cell_len(text) + len(hint) > width:
-                lines.append(((cut(text, width), "cardpanel--why"),))
+                lines.append(((cut_at_word(text, width), "cardpanel--why"),))
             else:
                 lines.append(((text, "cardpanel--why"), (hint, "cardpanel--dim")))
         return lines
@@ -235,14 +235,16 @@ def fit_parts(parts: Sequence[tuple[str, str]], width: int) -> list[tuple[str, s
     return out
 
 
-def card_probe_text(probes: Sequence[ProbeSample], *, allocator: bool = False) -> str:
+def card_probe_text(
+    probes: Sequence[ProbeSample], *, allocator: bool = False, span_s: float | None = None
+) -> str:
     """The trainer that drives a card, as its probe measured it:
     ``trainer rank 1 · wait 61% · 211 ms/step · 590 samples/s`` (``+1 more`` when several
     processes drive it; ``tie guessed`` where the card was only guessed from the local rank)."""
     if not probes:
         return ""
     first = probes[0]
-    text = "trainer " + probe_row(first, allocator=allocator, card=False)
+    text = "trainer " + probe_row(first, allocator=allocator, card=False, span_s=span_s)
     if first.tie == "guess":
         text += " (card guessed from the local rank)"
     if len(probes) > 1:
@@ -257,9 +259,11 @@ def panel_data(
     interval_s: float | None,
     probes: Sequence[ProbeSample] = (),
     energy: EnergyFigures | None = None,
+    span_s: float | None = None,
 ) -> PanelData:
     """What the panel shows for a card (pure: tests call it alone). ``probes``: the probed
-    trainers tied to this card; ``energy``: the card's since the dashboard started."""
+    trainers tied to this card; ``energy``: the card's since the dashboard started;
+    ``span_s``: the window their data wait was measured over (the why's)."""
     if card is None:
         return PanelData(interval_s=interval_s)
     hist = history or CardHistory()
@@ -298,13 +302,14 @@ def panel_data(
         charts=(util, power, mem),
         why=verdict.why[0] if verdict and verdict.why else "",
         interval_s=interval_s,
-        probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+        probe=card_probe_text(probes, allocator=kind == "fragmenting", span_s=span_s),
         energy=_energy_text(energy),
     )
 
 
 def job_panel_data(
-    verdict: Verdict, probes: Sequence[ProbeSample], interval_s: float | None
+    verdict: Verdict, probes: Sequence[ProbeSample], interval_s: float | None,
+    span_s: float | None = None,
 ) -> PanelData:
     """What the panel shows with no card but probed trainers (no accelerator tool): the job's
     verdict from the probes and the host, the trainers' measured figures, no chart."""
@@ -317,7 +322,7 @@ def job_panel_data(
         cause=verdict.cause,
         why=why[0] if why else "",
         interval_s=interval_s,
-        probe=card_probe_text(probes, allocator=kind == "fragmenting"),
+        probe=card_probe_text(probes, allocator=kind == "fragmenting", span_s=span_s),
     )
 
 
@@ -329,33 +334,17 @@ def _energy_text(energy: EnergyFigures | None) -> str:
     return f"{format_energy(energy.joules)} used"
 
 
-def verdict_text(verdict: Verdict | None) -> Text:
-    """The why and the advice, as literal text (the verdict engine may quote tool output)."""
-    text = Text(no_wrap=False)
-    if verdict is None:
-        text.append("No verdict yet: waiting for enough frames.")
-        return text
-    text.append("Why\n", style="bold")
-    for line in verdict.why or ["(no figures given)"]:
-        text.append("  • ")
-        text.append(clean(line, 400))
-        text.append("\n")
-    text.append("Advice\n", style="bold")
-    for line in verdict.advice or ["(none)"]:
-        text.append("  • ")
-        text.append(clean(line, 400))
-        text.append("\n")
-    text.rstrip()
-    return text
-
-
 class CardDetail(Vertical):
-    """The selected card in full: its charts (`CardPanel`) and, one key away, why and advice."""
+    """The selected card in full: its charts (`CardPanel`) and, one key away, why and advice
+    (`WhyView`): while that is open the charts keep one row each and the reasons get the rest.
+    """
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
         self.panel = CardPanel(id="card-panel")
-        self.why = WrappedText(id="why")
+        self.why = WhyView(id="why")
+        #: The job line's full text, shown at the top of the open why view ("" for none).
+        self.job_text = ""
 
     def compose(self) -> ComposeResult:
         yield self.panel
@@ -365,7 +354,14 @@ class CardDetail(Vertical):
         self.why.display = value
         self.set_class(value, "-why-open")
         self.panel.set_why_open(value)
-        self.why._key = object()  # redraw the panel when it opens
+        self._size_panel()
+        self.why.forget()  # redraw the reasons when it opens
+        if value:
+            self.why.scroll_home(animate=False)
+
+    def _size_panel(self) -> None:
+        # Open: title, the probe's line, each chart's header and one row of it.
+        self.panel.styles.height = 7 + self.panel._extra_lines() if self.why.display else "1fr"
 
     def show(
         self,
@@ -377,13 +373,20 @@ class CardDetail(Vertical):
         energy: EnergyFigures | None = None,
         *,
         job: Verdict | None = None,
+        job_text: str = "",
+        span_s: float | None = None,
     ) -> None:
-        """``job``: with no card (no accelerator tool), the job's verdict from its probes."""
+        """``job``: with no card (no accelerator tool), the job's verdict from its probes.
+        ``job_text``: the job line's full text (that line may be cut at a word)."""
         if card is None and job is not None:
-            self.panel.show(job_panel_data(job, probes, interval_s))
+            self.panel.show(job_panel_data(job, probes, interval_s, span_s))
             if self.why.display:
-                self.why.show(job, verdict_text(job))
+                self._size_panel()
+                self.why.show(job)
             return
-        self.panel.show(panel_data(card, verdict, history, interval_s, probes, energy))
+        self.panel.show(
+            panel_data(card, verdict, history, interval_s, probes, energy, span_s)
+        )
         if card is not None and self.why.display:
-            self.why.show(verdict, verdict_text(verdict))
+            self._size_panel()
+            self.why.show(verdict, job_text)

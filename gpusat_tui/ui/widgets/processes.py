@@ -7,7 +7,8 @@ to rebuild than table rows; names go through `literal` so they display exactly.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -16,6 +17,9 @@ from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.measured import Rank
 
 
 def process_summary(processes: list[ProcessSample]) -> str:
@@ -34,6 +38,28 @@ def process_summary(processes: list[ProcessSample]) -> str:
     if cpu:
         parts.append(f"workers {sum(cpu):.0f}% CPU")
     return " · ".join(parts)
+
+
+def card_processes(
+    processes: list[ProcessSample], probes: list[ProbeSample], card_id: str | None
+) -> tuple[list[ProcessSample], list[ProbeSample], bool]:
+    """The trainers that drive ``card_id`` (by the card's process list or their probe), their
+    workers and probes, and True; or everything and False where none is tied to the card
+    (a tool that lists no processes, a container's hidden PIDs)."""
+    if card_id is None:
+        return processes, probes, False
+    probed = {p.pid for p in probes if p.card_id == card_id}
+    trainers = {
+        p.pid for p in processes
+        if p.role == "trainer" and (card_id in p.card_ids or p.pid in probed)
+    }
+    if not trainers and not probed:
+        return processes, probes, False
+    shown = [
+        p for p in processes
+        if p.pid in trainers or (p.role != "trainer" and p.trainer_pid in trainers)
+    ]
+    return shown, [p for p in probes if p.pid in trainers or p.pid in probed], True
 
 
 #: Said where no trainer runs the probe: the figures below are the host's view only.
@@ -56,15 +82,38 @@ def _rate(value: float) -> str:
     return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
 
 
-def probe_summary(probes: list[ProbeSample]) -> str:
-    """The job as the probe measured it: ``data wait 12–34% · step 205–230 ms · 2.0k
-    samples/s (4 ranks)``; "" without probes (the caller says `NO_PROBE`)."""
+def span_words(span_s: float | None) -> str:
+    """`` over the last 11 s`` for a windowed figure; "" for the probe's own latest one."""
+    return f" over the last {span_s:.0f} s" if span_s else ""
+
+
+def windowed(
+    probes: list[ProbeSample], ranks: Mapping[int, Rank]
+) -> tuple[list[ProbeSample], float | None]:
+    """The probes with the data wait the verdict's why quotes (``ranks``: its window's, by
+    PID), and that window's span; the probes as published where the window has no figure."""
+    out: list[ProbeSample] = []
+    spans: list[float] = []
+    for probe in probes:
+        rank = ranks.get(probe.pid)
+        if rank is not None and rank.wait_pct is not None and rank.span_s > 0:
+            out.append(probe.model_copy(update={"data_wait_pct": rank.wait_pct}))
+            spans.append(rank.span_s)
+        else:
+            out.append(probe)
+    return out, (max(spans) if spans and len(spans) == len(probes) else None)
+
+
+def probe_summary(probes: list[ProbeSample], span_s: float | None = None) -> str:
+    """The job as the probe measured it: ``data wait 12–34% over the last 11 s · step
+    205–230 ms · 2.0k samples/s (4 ranks)``; "" without probes (the caller says `NO_PROBE`).
+    ``span_s``: the window the waits were measured over (`windowed`)."""
     if not probes:
         return ""
     parts = []
     waits = [p.data_wait_pct for p in probes if p.data_wait_pct is not None]
     if waits:
-        parts.append(f"data wait {_span(waits, '%')}")
+        parts.append(f"data wait {_span(waits, '%')}{span_words(span_s)}")
     steps = [p.step_ms for p in probes if p.step_ms is not None]
     if steps:
         parts.append(f"step {_span(steps, ' ms')}")
@@ -106,14 +155,17 @@ def alloc_text(probe: ProbeSample) -> str:
     return " · ".join(parts) or "allocator: no figures"
 
 
-def probe_row(probe: ProbeSample, *, allocator: bool = False, card: bool = True) -> str:
-    """One rank's figures: ``rank 0 nvidia:0 · wait 34% · 210 ms/step · 512 samples/s``
-    (``card``: with the card it drives)."""
+def probe_row(
+    probe: ProbeSample, *, allocator: bool = False, card: bool = True,
+    span_s: float | None = None,
+) -> str:
+    """One rank's figures: ``rank 0 nvidia:0 · wait 34% over the last 11 s · 210 ms/step ·
+    512 samples/s`` (``card``: with the card it drives; ``span_s``: see `windowed`)."""
     rank = f"rank {probe.rank}" if probe.rank is not None else f"pid {probe.pid}"
     parts = [rank + (f" {clean(probe.card_id, 24)}" if card and probe.card_id else "")
              + (f" ({clean(probe.framework, 16)})" if probe.framework else "")]
     if probe.data_wait_pct is not None:
-        parts.append(f"wait {probe.data_wait_pct:.0f}%")
+        parts.append(f"wait {probe.data_wait_pct:.0f}%{span_words(span_s)}")
     elif probe.data_wait_note:
         parts.append("wait not measured")
     if probe.step_ms is not None:
@@ -134,17 +186,22 @@ def process_text(
     max_rows: int = 12,
     probes: list[ProbeSample] | None = None,
     allocator_for: Callable[[ProbeSample], bool] | None = None,
+    card_id: str = "",
+    span_s: float | None = None,
 ) -> Text:
     """Summary line, the probe's figures (or `NO_PROBE`), then one line per process (trainer
     first, its workers under it); a probed trainer's row carries its rank's figures.
 
     ``allocator_for``: whether a rank's allocator figures are worth its row (fragmenting
-    suspected on its card); None shows them nowhere.
+    suspected on its card); None shows them nowhere. ``card_id``: the card these processes
+    drive, named first ("" for all of the host's).
     """
     probes = probes or []
     text = Text(no_wrap=True, overflow="ellipsis")
+    if card_id:
+        text.append(f"{clean(card_id, 40)}: ", style="bold")
     text.append(process_summary(processes), style="bold")
-    summary = probe_summary(probes)
+    summary = probe_summary(probes, span_s)
     text.append("\n")
     if summary:
         text.append("probe ", style="bold")
@@ -158,7 +215,8 @@ def process_text(
     for probe in probes:
         if probe.pid not in trainer_pids:
             wants = allocator_for is not None and allocator_for(probe)
-            text.append(f"\nprobed  {probe.pid:>7} {probe_row(probe, allocator=wants)}")
+            row = probe_row(probe, allocator=wants, span_s=span_s)
+            text.append(f"\nprobed  {probe.pid:>7} {row}")
     ordered = sorted(
         processes,
         key=lambda p: (p.trainer_pid or p.pid, p.role != "trainer", -(p.cpu_pct or 0.0), p.pid),
@@ -171,10 +229,11 @@ def process_text(
         text.append(clean(proc.name, 60))
         if proc.role == "trainer" and proc.pin_cpu_pct is not None:
             text.append(f"  pin-memory {proc.pin_cpu_pct:.0f}%")
-        rank = by_pid.get(proc.pid) if proc.role == "trainer" else None
-        if rank is not None:
-            wants = allocator_for is not None and allocator_for(rank)
-            text.append(f"  {probe_row(rank, allocator=wants)}", style="bold")
+        measured = by_pid.get(proc.pid) if proc.role == "trainer" else None
+        if measured is not None:
+            wants = allocator_for is not None and allocator_for(measured)
+            text.append(f"  {probe_row(measured, allocator=wants, span_s=span_s)}",
+                        style="bold")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text
@@ -202,10 +261,13 @@ class ProcessPanel(CachedStatic):
         processes: list[ProcessSample],
         probes: list[ProbeSample] | None = None,
         allocator_for: Callable[[ProbeSample], bool] | None = None,
+        card_id: str = "",
+        span_s: float | None = None,
     ) -> None:
         # Keyed on the text as shown (CPU % rounded): a worker going from 41.2 to 41.4 % is
         # not worth a repaint.
-        text = process_text(processes, probes=probes, allocator_for=allocator_for)
+        text = process_text(processes, probes=probes, allocator_for=allocator_for,
+                            card_id=card_id, span_s=span_s)
         rows = text.plain.count("\n") + 1
         if rows >= self._rows:
             self._rows, self._shorter_for = rows, 0

@@ -25,7 +25,9 @@ Views
 Cards
   ← →          previous / next card
   ↑ ↓          the card above / below (overview), previous / next (list)
-  w            why and advice for the selected card (enter: card view)
+  w            why and advice for the selected card (enter: card view),
+               and the job line in full
+  pgdn pgup    scroll why and advice when they are longer than the box
 Display
   p, space     pause / resume (a replay stops advancing)
   ctrl+p       command palette (themes, keys)

@@ -1,0 +1,49 @@
+"""One data-wait figure per screen, named by its span: the card's title, the process panel
+and the why quote the same windowed figure (analysis.probe_rates), not the probe's latest
+interval beside the window's."""
+
+from __future__ import annotations
+
+import re
+
+from gpusat_tui.model import CardReading, Frame, ProbeSample, ProcessSample
+from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.tracking import default_tracker
+from tests.ui.conftest import ListSource, screen_text, settle
+
+N = 40
+
+
+def frames() -> list[Frame]:
+    card = CardReading(vendor="nvidia", index=0, name="NVIDIA H100", util_pct=30.0,
+                       power_w=100.0, power_cap_w=400.0, mem_used_mib=50000.0,
+                       mem_total_mib=80000.0)
+    procs = [ProcessSample(pid=100, role="trainer", name="python train.py", cpu_pct=30.0,
+                           card_ids=["nvidia:0"]),
+             ProcessSample(pid=101, role="dataloader_worker", name="pt_data_worker",
+                           cpu_pct=99.0, trainer_pid=100)]
+    out = []
+    for i in range(N):
+        # Each interval's own figure swings 20 % / 80 %; over any span the wait is 50 %.
+        probe = ProbeSample(pid=100, card_id="nvidia:0", tie="device",
+                            data_wait_pct=20.0 if i % 2 else 80.0, step_ms=200.0,
+                            batches=5 * (i + 1), steps=5 * (i + 1), data_wait_s=0.5 * i,
+                            elapsed_s=float(i), last_batch_s=float(i), last_step_s=float(i),
+                            batch_size=32, age_s=0.2)
+        out.append(Frame(t=1000.0 + i, seq=i, cards=[card], processes=procs, probes=[probe]))
+    return out
+
+
+async def test_title_process_panel_and_why_quote_one_wait_with_its_span() -> None:
+    app = GpusatApp(ListSource(frames()), tracker=default_tracker(), view="card")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == N - 1,
+                     timeout=30.0)
+        await pilot.press("w")
+        await settle(pilot, lambda: "data wait" in screen_text(app))
+        text = screen_text(app)
+    figures = set(re.findall(r"wait (\d+) ?%", text))
+    assert figures == {"50"}, text
+    spans = set(re.findall(r"wait 50% over the last (\d+) s", text))
+    quoted = set(re.findall(r"data wait 50 % of (\d+) s", text))
+    assert spans and spans == quoted, text

@@ -16,7 +16,7 @@ import pytest
 
 from gpusat_tui.host.processes import ProcessMonitor
 from gpusat_tui.host.worker_kinds import child_kind
-from tests.proctree import subreaper
+from tests.proctree import kill_group, subreaper
 
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "unnamed_workers_job.py"
 
@@ -24,8 +24,10 @@ JOB = Path(__file__).resolve().parents[1] / "jobs" / "unnamed_workers_job.py"
 @pytest.mark.parametrize("start", ["fork", "spawn", "forkserver"])
 def test_unnamed_multiprocessing_workers_of_a_trainer_are_workers(start: str) -> None:
     with subreaper():
+        # Its own session: the forkserver and resource tracker it leaves are killed and reaped
+        # with its group below, never left as zombies this process adopted.
         proc = subprocess.Popen([sys.executable, str(JOB), start, "2"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, text=True, start_new_session=True)
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline().split()
@@ -46,6 +48,7 @@ def test_unnamed_multiprocessing_workers_of_a_trainer_are_workers(start: str) ->
                 monitor.close()
         finally:
             proc.communicate("", timeout=60)
+            kill_group(proc.pid)
     workers = sorted(pid for pid, role in found.items() if role == "dataloader_worker")
     # Exactly the workers: not the forkserver, the resource tracker nor the `sleep` helper.
     assert workers == sorted(expected), (found, names)

@@ -247,14 +247,55 @@ def cut(text: str, width: int) -> str:
     return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, 1)
 
 
+#: Unchanged cells between two changed runs of a line below which they are sent as one run:
+#: a cursor move and a style cost about as much as this many cells resent.
+_JOIN_GAP = 8
+
+
+def changed_cells(old: Line | None, new: Line | None, width: int) -> list[tuple[int, int]]:
+    """The runs of columns ``[start, end)`` where two planned lines differ (pure, for tests).
+
+    Part by part where both lines have the same parts (text lengths and styles) and every
+    character is one cell wide: within a part that changed, from its first to its last
+    changed cell (a sweep chart's two columns, a figure's digits); runs less than
+    `_JOIN_GAP` cells apart are joined. Else the whole line.
+    """
+    whole = [(0, width)]
+    if old is None or new is None or len(old) != len(new):
+        return whole
+    runs: list[tuple[int, int]] = []
+    x = 0
+    for (a, old_part), (b, new_part) in zip(old, new, strict=True):
+        if old_part != new_part or len(a) != len(b):
+            return whole
+        if a != b:
+            if not (_ONE_CELL.issuperset(a) and _ONE_CELL.issuperset(b)):
+                return whole
+            start = 0
+            while a[start] == b[start]:
+                start += 1
+            end = len(a)
+            while a[end - 1] == b[end - 1]:
+                end -= 1
+            if runs and x + start - runs[-1][1] < _JOIN_GAP:
+                runs[-1] = (runs[-1][0], x + end)
+            else:
+                runs.append((x + start, x + end))
+        elif not _ONE_CELL.issuperset(a):
+            return whole  # a wide character: the columns after it are not its length
+        x += len(a)
+    return runs
+
+
 class PlannedLines(LineWidget):
     """A widget whose every line is planned as text first (`plan`), then diffed and drawn.
 
     `replan` builds the plan for the current size (cheap: strings only), compares it with the
-    last one and asks Textual to repaint only the lines that differ; `render_line` turns a
+    last one and asks Textual to repaint only the cells that differ; `render_line` turns a
     planned line into a `Strip` when it is repainted (`LineWidget` keeps it until then). What
     changes per poll is then exactly what is repainted, without each widget keeping its own
     per-line bookkeeping.
+    With `ui.partial_update` installed, only those cells go to the terminal.
     """
 
     styles_only = True  # every planned part is the widget's style or a component class's
@@ -283,19 +324,26 @@ class PlannedLines(LineWidget):
             self.refresh()
             return
         width = size[0]
-        changed = [
-            y for y in range(max(len(old), len(new)))
-            if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None)
-        ]
-        # Runs of changed lines as one region each: fewer regions for the compositor to
-        # intersect with every widget (a scrolling chart changes all of its rows at once).
+        # Runs of lines changed in the same columns as one region each (a chart's rows): fewer
+        # regions for the compositor to intersect with every widget.
         regions: list[Region] = []
-        for y in changed:
-            if regions and regions[-1].bottom == y:
-                last = regions[-1]
-                regions[-1] = Region(0, last.y, width, last.height + 1)
-            else:
-                regions.append(Region(0, y, width, 1))
+        above: dict[tuple[int, int], int] = {}  # the previous line's runs -> their region
+        for y in range(max(len(old), len(new))):
+            before = old[y] if y < len(old) else None
+            after = new[y] if y < len(new) else None
+            here: dict[tuple[int, int], int] = {}
+            if before != after:
+                for run in changed_cells(before, after, width):
+                    start, end = run
+                    i = above.get(run)
+                    if i is None:
+                        regions.append(Region(start, y, end - start, 1))
+                        i = len(regions) - 1
+                    else:
+                        last = regions[i]
+                        regions[i] = Region(start, last.y, end - start, last.height + 1)
+                    here[run] = i
+            above = here
         if regions:
             self.refresh(*regions)
 

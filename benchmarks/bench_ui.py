@@ -319,7 +319,7 @@ def nvml_peer(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
     runs = {
         "gpusat": ([sys.executable, "-m", "gpusat_tui", "--interval", "1"], "▸"),
         "nvitop": ([peer_python, "-m", "nvitop", "--monitor", "full", "--interval", "1"],
-                   "NVIDIA"),
+                   "NVITOP"),
     }
     for r in range(rounds):
         for label, (argv, ready) in runs.items():

@@ -44,11 +44,11 @@ def main() -> None:
     import torch
     from torch.utils.data import DataLoader
 
-    from gpusat_tui.probe import core, enable, publish, timing
+    from gpusat_tui.probe import enable, publish, state, timing
 
     torch.set_num_threads(1)
     assert enable()
-    st = core._STATE
+    st = state._STATE
     batch = torch.ones(8, 4)
     n = args.n
 
@@ -151,7 +151,7 @@ def main() -> None:
     for child in children:
         child.kill()
         child.wait()
-    core.disable()
+    state.disable()
 
 
 if __name__ == "__main__":

@@ -23,11 +23,11 @@ from gpusat_tui.commands.options import (
     CommandOptions,
     DashboardOptions,
     ExportOptions,
-    NotifyOptions,
     ReportOptions,
     RunOptions,
     StatusOptions,
 )
+from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
 from gpusat_tui.sources.options import (
     DEFAULT_ENRICH_EVERY,

@@ -12,7 +12,7 @@ are an interface: add fields with defaults, never rename or remove them without 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -27,6 +27,12 @@ VENDORS: tuple[Vendor, ...] = (
     "nvidia", "amd", "hygon", "ascend", "cambricon", "kunlunxin", "mthreads", "biren",
     "gaudi", "iluvatar", "enflame", "metax", "intel", "neuron", "tpu", "jetson", "tenstorrent",
 )
+
+
+def is_vendor(value: object) -> TypeGuard[Vendor]:
+    """Whether ``value`` (a label, a field of a file) names a vendor this version knows."""
+    return value in VENDORS
+
 
 #: What each vendor calls its utilisation figure, for labels on screen.
 UTIL_LABELS: dict[str, str] = {
@@ -55,6 +61,12 @@ VerdictKind = Literal[
 VERDICT_KINDS: tuple[VerdictKind, ...] = (
     "saturated", "starving", "fragmenting", "imbalanced", "idle", "unknown", "stalled"
 )
+
+
+def is_verdict_kind(value: object) -> TypeGuard[VerdictKind]:
+    """Whether ``value`` (a label from another exporter) is a verdict kind this version knows."""
+    return value in VERDICT_KINDS
+
 
 ProcessRole = Literal["trainer", "dataloader_worker"]
 
@@ -225,8 +237,24 @@ class ProcessSample(_Model):
     #: Share of wall time (percent) the process's main thread was runnable but waiting for a
     #: CPU (``/proc/<pid>/schedstat`` run delay), over the last interval; Linux only.
     run_delay_pct: float | None = None
+    #: Progress counters over the last interval (Linux: ``/proc/<pid>/io`` and the main
+    #: thread's ``schedstat``): bytes read and written through read/write system calls
+    #: (``rchar``/``wchar``: files, sockets and pipes alike), read + write system calls
+    #: (``syscr`` + ``syscw``) and the main thread's context switches, each per second. A job
+    #: whose counters move is making progress whatever its CPU says; None where not read.
+    rchar_per_s: float | None = None
+    wchar_per_s: float | None = None
+    syscalls_per_s: float | None = None
+    ctx_switches_per_s: float | None = None
+    #: Trainer only: the launcher's world size and rank, read once from its environment
+    #: (``WORLD_SIZE``/``RANK`` and the MPI and Slurm twins); None where unset or unreadable.
+    world_size: int | None = None
+    rank: int | None = None
 
-    @field_validator("cpu_pct", "pin_cpu_pct", "run_delay_pct", mode="before")
+    @field_validator(
+        "cpu_pct", "pin_cpu_pct", "run_delay_pct", "rchar_per_s", "wchar_per_s",
+        "syscalls_per_s", "ctx_switches_per_s", mode="before",
+    )
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         return _finite_or_none(value)
@@ -416,10 +444,13 @@ class Verdict(_Model):
     """What the badge says about one card (or the whole job), and why."""
 
     kind: VerdictKind = "unknown"
-    #: For starving: "input-bound", "io-bound", "host-bound", "light-kernels" (busy reading at
-    #: low power, or low SM activity, no host bottleneck), "collective-wait" (waiting for a
-    #: straggling peer) or "unknown"; "straggler" or "throttled" (the lagging card's clocks
-    #: held down) for imbalanced; else None.
+    #: For starving: "input-bound", "io-bound", "checkpoint" (the trainer itself writes, a
+    #: checkpoint or a save, while the card waits), "host-bound", "light-kernels" (busy reading
+    #: at low power, or low SM activity, no host bottleneck), "collective-wait" (waiting for a
+    #: straggling peer, on this host or, for a distributed job, another one) or "unknown";
+    #: "straggler" or "throttled" (the lagging card's clocks held down) for imbalanced;
+    #: "paused" for unknown when nothing has run for less than the stall time (not yet a
+    #: stall); else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

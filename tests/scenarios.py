@@ -447,6 +447,119 @@ def _contended_host(tick: int, rng: random.Random) -> HostSample:
     return _host(rng, (95, 100), (0.5, 2), count=8)
 
 
+# --- phases every long run goes through: evaluation, checkpoints, remote peers, hangs -----------
+
+
+def _counters(
+    proc: ProcessSample, rng: random.Random, *, read: tuple[float, float] = (0.0, 0.0),
+    write: tuple[float, float] = (0.0, 0.0), calls: tuple[float, float] = (0.0, 0.0),
+    wakes: tuple[float, float] = (0.0, 0.0), **update: object,
+) -> ProcessSample:
+    """``proc`` with progress counters per second (`ProcessSample.rchar_per_s` and the rest)
+    drawn from the given ranges."""
+    figures = {
+        "rchar_per_s": round(rng.uniform(*read)), "wchar_per_s": round(rng.uniform(*write)),
+        "syscalls_per_s": round(rng.uniform(*calls), 1),
+        "ctx_switches_per_s": round(rng.uniform(*wakes), 1),
+    }
+    return proc.model_copy(update={**figures, **update})
+
+
+def _eval_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    # Forward passes only, each waiting for its batch: the card 1-4 % busy, VRAM held at 91 %.
+    return [_card(0, rng.uniform(1, 4), 91.0, rng.uniform(0.16, 0.20))]
+
+
+def _eval_job(tick: int, rng: random.Random) -> list[ProcessSample]:
+    # 4 workers sleep on a remote fetch (a slow HTTP store): little CPU, but their reads and
+    # wake-ups move; the trainer takes the batches (pipe reads) and runs the forward passes.
+    out = []
+    for p in _job(rng, trainer_cpu=(3, 6), workers=4, worker_cpu=(4, 8)):
+        if p.role == "trainer":
+            out.append(_counters(p, rng, read=(150e3, 250e3), write=(0, 200), calls=(28, 40),
+                                 wakes=(25, 40), state="sleeping"))
+        else:
+            out.append(_counters(p, rng, read=(300e3, 420e3), write=(2e3, 4e3),
+                                 calls=(60, 90), wakes=(30, 45), state="sleeping"))
+    return out
+
+
+def _checkpoint_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    return [_card(0, 0.0, 70.0, rng.uniform(0.17, 0.19))]
+
+
+def _checkpoint_job(tick: int, rng: random.Random) -> list[ProcessSample]:
+    # torch.save of 224 MiB through storage that takes 8 MiB/s: the trainer sits in disk wait
+    # inside write(); its workers have filled their prefetch queues and sleep.
+    out = []
+    for p in _job(rng, trainer_cpu=(2, 6), workers=4, worker_cpu=(0, 1)):
+        if p.role == "trainer":
+            out.append(_counters(p, rng, read=(0, 100), write=(7.5e6, 8.5e6), calls=(7, 9),
+                                 wakes=(8, 12), state="disk-sleep"))
+        else:
+            out.append(_counters(p, rng, wakes=(0, 0.4), state="sleeping"))
+    return out
+
+
+def _checkpoint_host(tick: int, rng: random.Random) -> HostSample:
+    return _host(rng, (5, 10), (25, 35))
+
+
+def _stuck_job(tick: int, rng: random.Random) -> list[ProcessSample]:
+    # The same save on a file system that stopped answering: disk wait, not a byte written.
+    out = []
+    for p in _job(rng, trainer_cpu=(0, 1), workers=4, worker_cpu=(0, 1)):
+        state = "disk-sleep" if p.role == "trainer" else "sleeping"
+        out.append(_counters(p, rng, wakes=(0, 0.4), state=state))
+    return out
+
+
+def _remote_collective_cards(tick: int, rng: random.Random) -> list[FakeCard]:
+    # One rank of a 2-node job: its card spins in all-reduce (busy 94-98 % at ~41 % of cap).
+    return [_card(0, rng.uniform(94, 98), 70.0, rng.uniform(0.38, 0.44))]
+
+
+def _remote_collective_job(tick: int, rng: random.Random) -> list[ProcessSample]:
+    procs = _job(rng, trainer_cpu=(97, 100), workers=4, worker_cpu=(2, 6))
+    return [p.model_copy(update={"world_size": 2, "rank": 1}) if p.role == "trainer" else p
+            for p in procs]
+
+
+_PHASES: tuple[Scenario, ...] = (
+    Scenario(
+        "eval_slow_fetch",
+        "Evaluation: forward passes only, the card 1-4 % busy with VRAM held at 91 %, 4 "
+        "workers at 4-8 % CPU sleeping on a remote fetch (their reads and wake-ups move): "
+        "starving on the fetch (io-bound), never stalled.",
+        Expectation("starving", "io-bound"), _eval_cards, _eval_job, _calm_host, seed=40,
+        ticks=40,
+    ),
+    Scenario(
+        "checkpoint_write",
+        "A checkpoint: the card idle with VRAM held, the trainer in disk wait writing 8 MiB/s, "
+        "its workers asleep, host iowait 25-35 %: starving (checkpoint), not io-bound, never "
+        "stalled.",
+        Expectation("starving", "checkpoint"), _checkpoint_cards, _checkpoint_job,
+        _checkpoint_host, seed=41, ticks=40,
+    ),
+    Scenario(
+        "checkpoint_stuck",
+        "A save stuck on storage: the trainer in disk wait writing nothing, every counter flat: "
+        "unknown (paused) until it has lasted 20 s, then stalled.",
+        Expectation("stalled"), _checkpoint_cards, _stuck_job, _checkpoint_host, seed=42,
+        ticks=40, change_at=20, before=Expectation("unknown", "paused"),
+    ),
+    Scenario(
+        "collective_wait_remote",
+        "One rank of a 2-node job (WORLD_SIZE=2), no peer card on this host: its card busy "
+        "94-98 % at 38-44 % of cap, the trainer pegged spinning in a synchronise: "
+        "collective-wait, never host-bound.",
+        Expectation("starving", "collective-wait"), _remote_collective_cards,
+        _remote_collective_job, _calm_host, seed=43,
+    ),
+)
+
+
 _LIST: tuple[Scenario, ...] = (
     Scenario(
         "saturated_steady", "Utilisation 96-100 %, power 82-90 % of cap, VRAM steady.",
@@ -584,9 +697,10 @@ _ISSUE_11: tuple[Scenario, ...] = (
     Scenario(
         "stalled",
         "VRAM held at 71 %, utilisation 0, the trainer and its workers at ~0 % CPU, no I/O: "
-        "starving (cause unknown) until it has lasted 20 s, then stalled.",
+        "unknown (paused: nothing runs, not yet a stall) until it has lasted 20 s, then "
+        "stalled.",
         Expectation("stalled"), _stalled_cards, _stalled_job, _calm_host, seed=33, ticks=40,
-        change_at=20, before=Expectation("starving", "unknown"),
+        change_at=20, before=Expectation("unknown", "paused"),
     ),
     Scenario(
         "starving_contended",
@@ -597,4 +711,4 @@ _ISSUE_11: tuple[Scenario, ...] = (
     ),
 )
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (*_LIST, *_ISSUE_11)}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (*_LIST, *_ISSUE_11, *_PHASES)}

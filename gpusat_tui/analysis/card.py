@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from gpusat_tui.analysis.card_figures import (
     CardFigures,
     fresh_readings,
-    light_figures,
     make_verdict,
     unknown_verdict,
     window_figures,
@@ -40,13 +39,9 @@ from gpusat_tui.model import UTIL_LABELS, Frame, Verdict
 # `CardFigures`, `light_figures`, `make_verdict` and `unknown_verdict` live in `card_figures`;
 # they are named here too, where they were imported from before.
 __all__ = [
-    "CardFigures",
     "decide",
     "is_idle",
     "judge_card",
-    "light_figures",
-    "make_verdict",
-    "unknown_verdict",
 ]
 
 
@@ -287,12 +282,15 @@ def _decide(
         why.append(throttle_line)
         return make_verdict("saturated", None, why, saturated_advice, 0.6, f.n)
 
-    # 4. stalled: memory held, nothing running on the card or on its host side, for long
+    # 4. stalled: memory held, nothing running on the card or on its host side, for long;
+    # before that, paused (unknown): nothing runs, but not for long enough to call it
     short_stall: str | None = None
     if stall is not None and held and u.median <= th.idle_util_pct:
         found = stall()
         if found is not None and found.seconds >= th.stall_min_s:
             return _stalled(f, th, found, power_line)
+        if found is not None and found.polls >= 2 and (found.polls >= f.n or found.after_blank):
+            return paused_verdict(f, th, found, power_line)
         if found is not None and found.polls >= 2:
             short_stall = (
                 f"nothing has run on the card or its processes for {duration(found.seconds)}: "
@@ -329,7 +327,11 @@ def _decide(
         why.append(vram_line)
     if gpm_line and not busy:
         why.append(gpm_line)
-    cause, cwhy, cadvice, conf = starving_cause(evidence(), th, light=light, label=f.label)
+    cause, cwhy, cadvice, conf = starving_cause(
+        evidence(), th, light=light, label=f.label,
+        busy=busy or (sm is not None and sm >= th.sm_active_busy_pct),
+        probe_world_size=measured.world_size if measured is not None else None,
+    )
     if short_stall:
         cwhy.append(short_stall)
     return make_verdict("starving", cause, why + cwhy + [throttle_line], cadvice, conf, f.n)
@@ -338,22 +340,71 @@ def _decide(
 def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> Verdict:
     span = stall_span(found.seconds, found.open_start)
     mem = f" ({pct(found.mem_pct)} used)" if found.mem_pct is not None else ""
-    who = plural(len(found.trainer_pids) or 1, "trainer")
-    if found.n_workers:
-        who += f" and {plural(found.n_workers, 'DataLoader worker')}"
-    host = "no process in disk wait"
-    if found.iowait is not None:
-        host += f", host iowait {pct(found.iowait)}"
     why = [
         f"stalled for {span}: {f.label} at or below {pct(th.idle_util_pct)} in every poll "
         f"while the card holds its VRAM{mem}",
-        f"the {who} at most {pct(found.max_cpu)} CPU all that time, {host}: nothing runs "
-        "on the host side either, so this is not waiting for input",
+        *_nothing_moves(found),
         power_line,
         f"a stall is called after {duration(th.stall_min_s)} of this: a pause between epochs "
-        "or for an evaluation is shorter",
+        "or for an evaluation is shorter, and an evaluation counts batches",
     ]
     if found.trainer_states and set(found.trainer_states) & {"stopped", "tracing-stop"}:
         why.insert(1, "the trainer is stopped (state T)")
     advice = stalled_advice(f.vendor, found.trainer_pids, found.trainer_states)
-    return make_verdict("stalled", None, why, advice, 0.75, f.n)
+    if found.stuck_io:
+        advice.insert(0, "A process waits on storage and writes nothing: a checkpoint or log "
+                         "write stuck on storage (a hung network file system, a full disk). "
+                         "Check the mount (df, dmesg) and where it writes")
+    conf = 0.85 if found.counter_polls or found.probe_polls else 0.75
+    return make_verdict("stalled", None, why, advice, conf, f.n)
+
+
+def _nothing_moves(found: Stall) -> list[str]:
+    """What shows that nothing runs on the host side, and which evidence that was."""
+    who = plural(len(found.trainer_pids) or 1, "trainer")
+    if found.n_workers:
+        who += f" and {plural(found.n_workers, 'DataLoader worker')}"
+    lines = [f"the {who} at most {pct(found.max_cpu)} CPU all that time"]
+    if found.probe_polls:
+        lines.append("the probe in the trainer counted no batch: the loop makes no progress")
+    if found.counter_polls:
+        lines.append(
+            "their progress counters are flat (no reads, writes or wake-ups: /proc/<pid>/io "
+            "and schedstat)"
+            + (", one of them waiting on storage (D state) without writing a byte: stuck, "
+               "not saving" if found.stuck_io else "")
+            + ": nothing runs on the host side either, so this is not waiting for input"
+        )
+    else:
+        host = "no process in disk wait"
+        if found.iowait is not None:
+            host += f", host iowait {pct(found.iowait)}"
+        lines[0] += (f", {host}: nothing runs on the host side either, so this is not "
+                     "waiting for input")
+    return lines
+
+
+def paused_verdict(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> Verdict:
+    """``unknown`` (``paused``): nothing has run for less than the stall time. Not starving:
+    nothing waits on an input pipeline; not yet stalled: a pause between epochs or before an
+    evaluation looks the same for a while."""
+    left = max(0.0, th.stall_min_s - found.seconds)
+    why = [
+        f"nothing has run for {duration(found.seconds)}; a stall is called at "
+        f"{duration(th.stall_min_s)} (in {duration(left)} if nothing moves)",
+        f.util_line(th),
+        *_nothing_moves(found),
+        power_line,
+    ]
+    if not (found.counter_polls or found.probe_polls):
+        why.append("no progress counters or probe here: a slow input that uses no CPU looks "
+                   "the same until then")
+    vram = f.vram_line(th)
+    if vram:
+        why.insert(2, vram)
+    advice = [
+        "A pause between epochs, before an evaluation or while a checkpoint starts is this "
+        "short; if it lasts, it is a stall",
+        stalled_advice(f.vendor, found.trainer_pids, found.trainer_states)[0],
+    ]
+    return make_verdict("unknown", "paused", why, advice, 0.5, f.n)

@@ -24,7 +24,7 @@ from gpusat_tui.analysis.facts import (
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import Stats
 from gpusat_tui.analysis.wording import gib, pct
-from gpusat_tui.model import UTIL_LABELS, Verdict
+from gpusat_tui.model import UTIL_LABELS, Verdict, VerdictKind
 
 __all__ = [
     "CardFigures",
@@ -72,9 +72,10 @@ class CardFigures:
 
     def throttle_line(self, th: Thresholds) -> str | None:
         reasons = self.throttled(th)
-        if not reasons:
+        throttle = self.throttle
+        if not reasons or throttle is None:  # reasons come from throttle: never None here
             return None
-        counts = ", ".join(f"{r} in {self.throttle[r]}" for r in reasons)  # type: ignore[index]
+        counts = ", ".join(f"{r} in {throttle[r]}" for r in reasons)
         return f"clocks held down ({counts} of {self.throttle_n} polls; clock-event reasons)"
 
     def gpm_line(self) -> str | None:
@@ -151,10 +152,10 @@ def _confidence(base: float, n: int) -> float:
 # against 1.9 µs per verdict).
 
 
-def make_verdict(kind: str, cause: str | None, why: list[str], advice: list[str], conf: float,
-             n: int) -> Verdict:
+def make_verdict(kind: VerdictKind, cause: str | None, why: list[str], advice: list[str],
+                 conf: float, n: int) -> Verdict:
     return Verdict(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         cause=cause,
         why=[w for w in why if w],
         advice=advice,

@@ -9,11 +9,16 @@ The ``why`` of the verdict ends with the basis of the cause it gives. A new sour
 adds a rule (and, if it needs them, fields of `HostEvidence`): nothing else changes.
 
 The inferred rules, in order: ``input-bound`` (DataLoader workers pegged, or asking for a
-full core when CPU % and the time queued for a CPU are added), ``io-bound`` (disk-sleep or host
-iowait), ``host-bound`` (the trainer pegged while workers are not), ``light-kernels`` (busy
+full core when CPU % and the time queued for a CPU are added), ``checkpoint`` (the trainer
+itself writes, or waits on storage beside its workers: a checkpoint or a save, not the input
+pipeline), ``io-bound`` (the input pipeline in disk-sleep, or host iowait), ``host-bound`` (the
+trainer pegged while workers are not, on a card that is not busy: a busy card is not waiting on
+the host), ``collective-wait`` or ``light-kernels`` for a pegged trainer beside a busy card (it
+spins in a synchronise: for a distributed job, on a peer on another node), ``io-bound`` again for
+workers that sleep on reads (their counters move, their CPU does not), ``light-kernels`` (busy
 utilisation at low power, no host bottleneck). Nothing found: ``unknown``, saying what was
-missing. ``collective-wait`` is given by the job rules (`job`), never here: only a peer's
-figures show that a card waits for it.
+missing. A collective wait for a peer card on this host is the job rules' (`job`): only that
+peer's figures show it.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.progress import rate_words
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import host_line, pct, worker_line
 
 __all__ = [
     "CAUSE_RULES",
+    "INPUT_RULES",
     "STARVING_CAUSES",
     "CauseContext",
     "Finding",
@@ -36,7 +43,8 @@ __all__ = [
 
 #: Causes a ``starving`` verdict can carry.
 STARVING_CAUSES: tuple[str, ...] = (
-    "input-bound", "io-bound", "host-bound", "light-kernels", "collective-wait", "unknown"
+    "input-bound", "io-bound", "checkpoint", "host-bound", "light-kernels", "collective-wait",
+    "unknown",
 )
 
 Basis = Literal["measured", "inferred"]
@@ -51,6 +59,24 @@ class CauseContext:
     light: bool
     #: The vendor's name for its utilisation figure.
     label: str
+    #: The card is busy most of the window (utilisation, or SM activity where given, at or
+    #: above the busy line): it is not waiting on the host.
+    busy: bool = False
+    #: The world size the probe in the trainer read (None: no probe, or not launched so).
+    probe_world_size: int | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.ev.distributed or (self.probe_world_size or 0) > 1
+
+    def world_words(self) -> str:
+        """``WORLD_SIZE=2 in the trainer's environment``: what shows the job distributed."""
+        ev = self.ev
+        if (self.probe_world_size or 0) > 1:
+            return f"world size {self.probe_world_size}, read by the probe in the trainer"
+        if ev.world_size is not None:
+            return f"world size {ev.world_size} in the trainer's environment"
+        return f"rank {ev.rank} set in the trainer's environment"
 
 
 @dataclass
@@ -165,8 +191,9 @@ def io_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
         return None
     why: list[str] = []
     if dstate:
+        who = "DataLoader workers" if ev.n_workers else "the trainer (no workers: it reads)"
         why.append(
-            f"processes waiting on disk (D state) in {pct(100 * (ev.dstate_frac or 0.0))} "
+            f"{who} waiting on disk (D state) in {pct(100 * (ev.dstate_frac or 0.0))} "
             "of samples"
         )
     if ev.iowait is not None:
@@ -183,9 +210,10 @@ def io_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
 
 
 def host_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
-    """The trainer pegged (or asking for a full core) while its workers are not."""
+    """The trainer pegged (or asking for a full core) while its workers are not, and the card
+    not busy (a busy card does not wait on the host: see `spin_wait`)."""
     ev = ctx.ev
-    if ev.trainer_cpu is None:
+    if ev.trainer_cpu is None or ctx.busy:
         return None
     demand = ev.trainer_cpu + (ev.trainer_delay or 0.0)
     if ev.trainer_cpu < th.trainer_pegged_pct and demand < th.trainer_pegged_pct:
@@ -222,6 +250,130 @@ def host_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
     return Finding("host-bound", why, advice, 0.8, source=_host_source(ev))
 
 
+def checkpoint(ctx: CauseContext, th: Thresholds) -> Finding | None:
+    """The trainer itself writes (``wchar``), or waits on storage while its workers do the
+    reading, and the card is not busy: the job is saving, not starving on its input."""
+    ev = ctx.ev
+    if ctx.busy:
+        return None
+    writes, reads = ev.trainer_wchar, ev.trainer_rchar or 0.0
+    writing = writes is not None and writes >= th.checkpoint_write_bps and writes > reads
+    waiting = (
+        ev.trainer_dstate_frac is not None
+        and ev.trainer_dstate_frac >= th.dstate_frac
+        and ev.n_workers > 0
+        and (writes is None or writes >= reads)
+    )
+    if not (writing or waiting):
+        return None
+    parts = []
+    if writes is not None:
+        parts.append(f"the trainer writes {rate_words(writes)} (its write calls)")
+    if ev.trainer_dstate_frac:
+        parts.append(
+            f"{'it' if parts else 'the trainer'} waits on storage (D state) in "
+            f"{pct(100 * ev.trainer_dstate_frac)} of polls"
+        )
+    why = [
+        " and ".join(parts) + f" while {worker_line(ev)}: the job is saving (a checkpoint, "
+        "a log or an export) and the card waits for it; this is not the input pipeline",
+    ]
+    if ev.iowait is not None:
+        why.append(f"host iowait {pct(ev.iowait)}")
+    advice = [
+        "Checkpoint asynchronously: torch.distributed.checkpoint.async_save, or copy the "
+        "state_dict to CPU and write it from a background thread, so steps go on meanwhile",
+        "Shard it: each rank writes its own part (torch.distributed.checkpoint, FSDP's sharded "
+        "state dict) instead of one rank writing the whole model",
+        "Write to fast local storage (NVMe, /dev/shm) and copy it to the shared file system "
+        "in the background; or save less often",
+        "If it is a log: flush metrics every N steps, not every step",
+    ]
+    source = (
+        "inferred from the host side (the trainer's write counters and process state)"
+        if writes is not None
+        else "inferred from the host side (the trainer's process state beside its workers')"
+    )
+    return Finding("checkpoint", why, advice, 0.75 if writing else 0.65, source=source)
+
+
+def spin_wait(ctx: CauseContext, th: Thresholds) -> Finding | None:
+    """A pegged trainer beside a busy card: it spins in a synchronise, waiting for the card,
+    or (a distributed job) for a peer rank; never host-bound."""
+    ev = ctx.ev
+    if not ctx.busy or ev.trainer_cpu is None:
+        return None
+    demand = ev.trainer_cpu + (ev.trainer_delay or 0.0)
+    if ev.trainer_cpu < th.trainer_pegged_pct and demand < th.trainer_pegged_pct:
+        return None
+    spin = (
+        f"trainer at {pct(ev.trainer_cpu)} CPU beside a card busy most of the window: a "
+        "busy card is not waiting on the host, so the trainer spins waiting for it "
+        "(a synchronise: .item(), .cpu(), a collective)"
+    )
+    if ctx.distributed:
+        why = [
+            spin,
+            f"the job is distributed ({ctx.world_words()}) and no peer card of it is on this "
+            f"host: this rank waits in a collective for a rank on another node ({ctx.label} "
+            "counts a spinning all-reduce as busy)",
+        ]
+        advice = [
+            "Nothing to tune on this card: it waits for a slower rank on another node. Find "
+            "it: compare the ranks' step times (gpusat-tui on each node, or `gpusat-tui run` "
+            "in each rank), their input pipelines and their cards' throttling",
+            "NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=COLL) logs each rank's collectives; a slow "
+            "inter-node link shows as every rank waiting in all-reduce",
+            "A larger batch or AMP here would not help: the step time is set by the slowest "
+            "rank",
+        ]
+        return Finding("collective-wait", why, advice, 0.65, source=(
+            "inferred from the host side (the trainer's CPU and its launcher's variables) "
+            "and the card's utilisation"))
+    why = [spin, "no sign of a distributed job (no world size or rank set): small kernels "
+           "keep the card's duty cycle up while each does little"]
+    advice = [
+        f"{ctx.label} counts any running kernel: the card runs many small kernels. Give each "
+        "more work: larger batch, AMP/bf16, fused ops, torch.compile or CUDA graphs",
+        "Sync less: no .item()/.cpu() every step; log every N steps",
+    ]
+    return Finding("light-kernels", why, advice, 0.55, source=(
+        "inferred from the card's utilisation and power, with the host side checked"))
+
+
+def slow_reads(ctx: CauseContext, th: Thresholds) -> Finding | None:
+    """The input pipeline moves data or wakes often while its CPU stays low, the card idle:
+    it sleeps on reads (a remote fetch, network storage), not on CPU."""
+    ev = ctx.ev
+    if ctx.busy:
+        return None
+    reads, wakes = ev.input_rchar, ev.input_switches
+    reading = reads is not None and reads >= th.progress_io_bps
+    waking = wakes is not None and wakes >= th.progress_switches_per_s
+    low = ev.worker_cpu if ev.n_workers else ev.trainer_cpu
+    if not (reading or waking) or low is None or low >= th.worker_pegged_pct / 2:
+        return None
+    who = worker_line(ev) if ev.n_workers else f"the trainer (no workers) at {pct(low)} CPU"
+    seen = []
+    if reading and reads is not None:
+        seen.append(f"read {rate_words(reads)}")
+    if waking and wakes is not None:
+        seen.append(f"wake up to {wakes:.0f} times a second each")
+    why = [
+        f"{who}: they {' and '.join(seen)} while using little CPU, so they sleep on reads "
+        "(a remote fetch, network or slow storage), not on decoding",
+    ]
+    advice = [
+        "Keep more reads in flight: more DataLoader workers (they sleep, so they cost little "
+        "CPU) and a larger prefetch_factor",
+        "Fetch in bulk or cache what is fetched: a local copy of a remote dataset, shards "
+        "instead of per-sample requests",
+        "Measure the data wait from inside the job to confirm: `gpusat-tui run -- python ...`",
+    ]
+    return Finding("io-bound", why, advice, 0.55, source=(
+        "inferred from the host side (the input pipeline's I/O counters and wake-ups)"))
+
+
 def light_kernels(ctx: CauseContext, th: Thresholds) -> Finding | None:
     """Utilisation steadily high at low power, with no host bottleneck."""
     if not ctx.light:
@@ -250,7 +402,12 @@ def light_kernels(ctx: CauseContext, th: Thresholds) -> Finding | None:
 
 
 #: The rules, in order of precedence within one basis (measured findings come first).
-CAUSE_RULES: list[CauseRule] = [input_bound, io_bound, host_bound, light_kernels]
+CAUSE_RULES: list[CauseRule] = [
+    input_bound, checkpoint, io_bound, host_bound, spin_wait, slow_reads, light_kernels,
+]
+#: The rules about the input pipeline, for a loop measured waiting on its data (the probe):
+#: then the trainer is not saving, and the cause is among these.
+INPUT_RULES: list[CauseRule] = [input_bound, io_bound, slow_reads]
 
 
 def _nothing_found(ev: HostEvidence) -> Finding:
@@ -299,10 +456,13 @@ def find_cause(
 
 
 def starving_cause(
-    ev: HostEvidence, th: Thresholds, *, light: bool, label: str
+    ev: HostEvidence, th: Thresholds, *, light: bool, label: str, busy: bool = False,
+    probe_world_size: int | None = None, rules: list[CauseRule] | None = None,
 ) -> tuple[str, list[str], list[str], float]:
     """(cause, why, advice, confidence) for a starving card (see `find_cause`)."""
-    found = find_cause(CauseContext(ev=ev, light=light, label=label), th)
+    ctx = CauseContext(ev=ev, light=light, label=label, busy=busy,
+                       probe_world_size=probe_world_size)
+    found = find_cause(ctx, th, rules)
     why = list(found.why)
     if found.source:
         why.append(f"cause {found.source}" if found.basis == "inferred"

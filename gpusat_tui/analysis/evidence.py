@@ -163,10 +163,30 @@ class HostEvidence:
     #: What the workers asked for: CPU % + run delay %, median worker per poll, median across
     #: polls (None without run delay figures).
     worker_demand: float | None = None
+    #: The trainer's own share of samples in disk-sleep (``dstate_frac`` is the input
+    #: pipeline's: the workers', or the trainer's when it has none).
+    trainer_dstate_frac: float | None = None
+    #: Bytes/s through read/write calls, medians across polls: the trainer's own reads and
+    #: writes, and the input pipeline's reads (the workers' summed; the trainer's without
+    #: workers). None where no counters were read.
+    trainer_rchar: float | None = None
+    trainer_wchar: float | None = None
+    input_rchar: float | None = None
+    #: The most wake-ups per second of one input-pipeline process's main thread, median
+    #: across polls.
+    input_switches: float | None = None
+    #: The trainer's launcher variables (its environment): world size and rank.
+    world_size: int | None = None
+    rank: int | None = None
 
     @property
     def has_processes(self) -> bool:
         return self.n_process_samples > 0
+
+    @property
+    def distributed(self) -> bool:
+        """The trainer is one rank of several (world size > 1, or a rank set without one)."""
+        return (self.world_size or 0) > 1 or (self.world_size is None and self.rank is not None)
 
 
 class PollEvidence(NamedTuple):
@@ -184,9 +204,18 @@ class PollEvidence(NamedTuple):
     worker_sum: float | None
     worker_delay: float | None
     worker_demand: float | None
-    #: Processes with a state, and how many of them in disk-sleep.
+    #: Input-pipeline processes (the workers; the trainer without workers) with a state, and
+    #: how many of them in disk-sleep; the same of the trainers.
     states: int
     d_states: int
+    trainer_states: int = 0
+    trainer_d_states: int = 0
+    trainer_rchar: float | None = None
+    trainer_wchar: float | None = None
+    input_rchar: float | None = None
+    input_switches: float | None = None
+    world_size: int | None = None
+    rank: int | None = None
 
 
 def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
@@ -200,6 +229,7 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
     w_cpu: list[float] = []
     w_delay: list[float] = []
     w_demand: list[float] = []
+    t_states = t_d_states = 0
     for p in tied:
         if p.is_worker:
             n_workers += 1
@@ -208,9 +238,18 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
                 if p.run_delay is not None:
                     w_delay.append(p.run_delay)
                     w_demand.append(p.cpu + p.run_delay)
-        if p.state is not None:
-            states += 1
-            d_states += p.state == "disk-sleep"
+            if p.state is not None:
+                states += 1
+                d_states += p.state == "disk-sleep"
+        elif p.is_trainer and p.state is not None:
+            t_states += 1
+            t_d_states += p.state == "disk-sleep"
+    trainers = [p for p in tied if p.is_trainer]
+    inputs = [p for p in tied if p.is_worker] if n_workers else trainers
+    if not n_workers:
+        states, d_states = t_states, t_d_states
+    sizes = [p.world_size for p in trainers if p.world_size is not None]
+    ranks = [p.rank for p in trainers if p.rank is not None]
     return PollEvidence(
         n_tied=len(tied),
         foreign=bool(procs) and not tied,
@@ -224,7 +263,22 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         worker_demand=statistics.median(w_demand) if w_delay else None,
         states=states,
         d_states=d_states,
+        trainer_states=t_states,
+        trainer_d_states=t_d_states,
+        trainer_rchar=_summed(p.rchar for p in trainers),
+        trainer_wchar=_summed(p.wchar for p in trainers),
+        input_rchar=_summed(p.rchar for p in inputs),
+        input_switches=max(
+            (p.switches for p in inputs if p.switches is not None), default=None
+        ),
+        world_size=max(sizes) if sizes else None,
+        rank=ranks[0] if ranks else None,
     )
+
+
+def _summed(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
 
 
 def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) -> HostEvidence:
@@ -234,7 +288,8 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
     if polls:
         (
             n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
-            worker_sum, worker_delay, worker_demand, states, d_states,
+            worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,
+            trainer_rchar, trainer_wchar, input_rchar, input_switches, world_size, rank,
         ) = zip(*polls, strict=True)
         ev.n_process_samples = sum(n_tied)
         ev.foreign_processes = any(foreign)
@@ -248,6 +303,14 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
         ev.worker_delay = clean_median(worker_delay)
         ev.worker_demand = clean_median(worker_demand)
         ev.trainer_delay = clean_median(trainer_delay)
+        ev.trainer_dstate_frac = sum(t_d_states) / sum(t_states) if sum(t_states) else None
+        ev.trainer_rchar = clean_median(trainer_rchar)
+        ev.trainer_wchar = clean_median(trainer_wchar)
+        ev.input_rchar = clean_median(input_rchar)
+        ev.input_switches = clean_median(input_switches)
+        sizes = [n for n in world_size if n is not None]
+        ev.world_size = max(sizes) if sizes else None
+        ev.rank = next((r for r in rank if r is not None), None)
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count

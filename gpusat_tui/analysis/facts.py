@@ -11,7 +11,7 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
@@ -67,6 +67,19 @@ class ProcFacts(NamedTuple):
     state: str | None
     #: Percent of wall time runnable but waiting for a CPU (None where not measured).
     run_delay: float | None = None
+    #: Progress counters per second (`ProcessSample.rchar_per_s` and the rest; None: not read).
+    rchar: float | None = None
+    wchar: float | None = None
+    syscalls: float | None = None
+    switches: float | None = None
+    #: Trainer only: the launcher's world size and rank from its environment.
+    world_size: int | None = None
+    rank: int | None = None
+
+    @property
+    def has_counters(self) -> bool:
+        """Whether this poll read the process's I/O counters."""
+        return self.rchar is not None and self.wchar is not None
 
 
 class CardFacts(NamedTuple):
@@ -142,7 +155,7 @@ def sorted_figures(values: Sequence[float | None]) -> list[float]:
     if values and values[0] is None:
         return sorted([v for v in values if v is not None])
     try:
-        return sorted(values)  # type: ignore[type-var]
+        return sorted(values)  # type: ignore[arg-type]  # a None fails the sort: caught below
     except TypeError:
         return sorted([v for v in values if v is not None])
 
@@ -234,13 +247,16 @@ class FrameFacts:
     any_throttle: bool = False
     #: Figures derived from this frame alone that a window reads again on every poll (the
     #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
-    #: bounded by the cards in the frame's windows; it goes with the frame.
-    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    #: bounded by the cards in the frame's windows; it goes with the frame. Keys are (what,
+    #: card id); each user reads back the tuple it stored.
+    memo: dict[tuple[str, str | None], tuple[Any, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 assert ProcFacts._fields == (
     "pid", "is_trainer", "is_worker", "trainer_pid", "card_ids", "cpu", "pin", "state",
-    "run_delay",
+    "run_delay", "rchar", "wchar", "syscalls", "switches", "world_size", "rank",
 ), "frame_facts builds ProcFacts positionally, in this order"
 
 
@@ -268,6 +284,12 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 num(getattr(proc, "pin_cpu_pct", None)),  # pin
                 state if isinstance(state, str) else None,  # state
                 num(getattr(proc, "run_delay_pct", None)),  # run_delay
+                num(getattr(proc, "rchar_per_s", None)),  # rchar
+                num(getattr(proc, "wchar_per_s", None)),  # wchar
+                num(getattr(proc, "syscalls_per_s", None)),  # syscalls
+                num(getattr(proc, "ctx_switches_per_s", None)),  # switches
+                _count(getattr(proc, "world_size", None)),  # world_size
+                _count(getattr(proc, "rank", None)),  # rank
             )
         )
     iowait = host_cpu = None
@@ -310,6 +332,13 @@ def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:
         if cid is not None:
             out.append((cid, getattr(card, "stale_s", None) is None))
     return tuple(out)
+
+
+def _count(value: object) -> int | None:
+    """A non-negative int (world size, rank), or None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def pct_or_none(value: object) -> float | None:

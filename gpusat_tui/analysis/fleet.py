@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from gpusat_tui.analysis.job import SEVERITY
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
+from gpusat_tui.model import Assessment, CardReading, Frame, Verdict, VerdictKind
 
 __all__ = ["FleetTracker", "lagging_hosts"]
 
@@ -121,7 +121,8 @@ class FleetTracker:
                 why=[f"{host} publishes no verdict for this card yet"],
                 advice=["Wait a few polls; an exporter says unknown until it has 3 readings"],
             )
-        kind = getattr(remote, "kind", "unknown")
+        # The fleet source passes on only the kinds this version knows (`VERDICT_KINDS`).
+        kind: VerdictKind = getattr(remote, "kind", "unknown")
         cause = getattr(remote, "cause", None)
         why = [f"verdict of the exporter on {host}, which sees the trainer, its workers and "
                "the probe: " + kind + (f" ({cause})" if cause else "")]
@@ -129,7 +130,7 @@ class FleetTracker:
         if figures:
             why.append(figures)
         return Verdict(
-            kind=kind, cause=cause, why=why,  # type: ignore[arg-type]
+            kind=kind, cause=cause, why=why,
             advice=[f"Run gpusat-tui on {host} (or check --json there) for the figures behind "
                     "it and what to try"],
             confidence=0.5,
@@ -173,7 +174,7 @@ class FleetTracker:
         if not cards:
             return Verdict(kind="unknown", why=["no host reports any card"],
                            advice=["Check the status line for what the server answered"])
-        by_host: dict[str, list[str]] = {}
+        by_host: dict[str, list[VerdictKind]] = {}
         for card in frame.cards:
             by_host.setdefault(card.host or "", []).append(cards[card.id].kind)
         busy = {
@@ -203,17 +204,17 @@ class FleetTracker:
             )
         jobs = self._job_verdicts()
         inner = sorted(h for h, v in jobs.items() if getattr(v, "kind", None) == "imbalanced")
-        counts: dict[str, list[str]] = {}
+        counts: dict[VerdictKind, list[str]] = {}
         for host, kinds in by_host.items():
             known = [k for k in kinds if k != "unknown"]
-            kind = min(known, key=_rank) if known else "unknown"
+            kind: VerdictKind = min(known, key=_rank) if known else "unknown"
             if host in inner:
                 kind = "imbalanced"
             counts.setdefault(kind, []).append(host)
         known_kinds = [k for k in counts if k != "unknown"]
         if not known_kinds:
             return Verdict(kind="unknown", why=[f"no verdict yet from {len(by_host)} hosts"])
-        busy_kinds = [k for k in known_kinds if k != "idle"]
+        busy_kinds: list[VerdictKind] = [k for k in known_kinds if k != "idle"]
         kind = min(busy_kinds or ["idle"], key=_rank)
         why = [
             f"{len(by_host)} hosts: " + ", ".join(
@@ -228,7 +229,7 @@ class FleetTracker:
             if cards[c.id].kind == kind and cards[c.id].cause
         ]
         cause = statistics.mode(causes) if causes else ("straggler" if inner else None)
-        return Verdict(kind=kind, cause=cause, why=why, confidence=0.5)  # type: ignore[arg-type]
+        return Verdict(kind=kind, cause=cause, why=why, confidence=0.5)
 
 
 def _names(hosts: list[str], limit: int = 4) -> str:

@@ -18,16 +18,16 @@ from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
 from gpusat_tui.analysis.evidence import HostEvidence
-from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag, lagging
+from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag
 from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.probe_only import probe_only_verdict
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
-from gpusat_tui.model import VERDICT_KINDS, Verdict
+from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
 # from before.
-__all__ = ["JOB_KEY", "SEVERITY", "Lag", "apply_lag", "apply_measured", "judge_job", "lagging"]
+__all__ = ["JOB_KEY", "SEVERITY", "apply_lag", "apply_measured", "judge_job"]
 
 #: The key of the job's verdict beside the card ids (tracker, ``check --json``).
 JOB_KEY = "job"
@@ -206,8 +206,8 @@ def _job_verdict(lag: Lag, verdicts: Mapping[str, Verdict],
     for c in lag.throttled:
         why.append(f"{c}: {lag.throttle_lines[c]}, the others not: the lag is its clocks")
     why += [lag.held_line(), lag.grouping]
-    pf = {c: figures[c].pfrac for c in group
-          if c in figures and figures[c].pfrac is not None}
+    pf = {c: frac for c in group
+          if c in figures and (frac := figures[c].pfrac) is not None}
     if lag.basis != "power" and len(pf) == len(group):
         why.append("power: " + ", ".join(f"{c} {pct(100 * pf[c])} of cap" for c in group))
     advice = list(_STRAGGLER_ADVICE)
@@ -266,14 +266,21 @@ def judge_job(
 
     known = {c: v for c, v in verdicts.items() if v.kind != "unknown"}
     if not known:
+        paused = [v for v in verdicts.values() if v.cause == "paused"]
+        if paused:  # nothing runs, not yet a stall: say so, not "not enough data"
+            first = paused[0]
+            ids = [c for c, v in verdicts.items() if v.cause == "paused"]
+            return first.model_copy(update={"why": [
+                f"{len(ids)} of {len(verdicts)} cards paused: {', '.join(ids)}", *first.why,
+            ]}), verdicts
         first = next(iter(verdicts.values()))
         return unknown_verdict(
             [f"no card has enough data yet ({len(verdicts)} cards)", *first.why[:1]],
             list(first.advice),
         ), verdicts
     by_kind = Counter(v.kind for v in known.values())
-    busy_kinds = [k for k in by_kind if k != "idle"]
-    kind = min(busy_kinds or ["idle"], key=SEVERITY.index)
+    busy_kinds: list[VerdictKind] = [k for k in by_kind if k != "idle"]
+    kind: VerdictKind = min(busy_kinds or ["idle"], key=SEVERITY.index)
     chosen = [v for v in known.values() if v.kind == kind]
     causes = Counter(v.cause for v in chosen)
     cause = causes.most_common(1)[0][0] if chosen else None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = [
+    "PHASE_WORDS",
     "RUN_ADVICE",
     "Measured",
     "ProbeFacts",
@@ -36,7 +37,9 @@ __all__ = [
     "WithProbes",
     "measured_for_card",
     "probe_facts",
+    "probe_phase",
     "ranks_of",
+    "sample_phase",
     "straggler",
 ]
 
@@ -70,6 +73,7 @@ class ProbeFacts:
     last_step_s: float | None = None
     batch_size: int | None = None
     num_workers: int | None = None
+    world_size: int | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -84,7 +88,6 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
         card = getattr(p, "card_id", None)
         rank = getattr(p, "rank", None)
         batches = getattr(p, "batches", 0)
-        steps = getattr(p, "steps", 0)
         size = getattr(p, "batch_size", None)
         workers = getattr(p, "num_workers", None)
         alloc = getattr(p, "alloc", None)
@@ -102,7 +105,8 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             batches=batches if isinstance(batches, int) else 0,
             age_s=num(getattr(p, "age_s", None)),
             alloc=alloc if isinstance(alloc, ProbeAlloc) else None,
-            steps=steps if isinstance(steps, int) and not isinstance(steps, bool) else 0,
+            steps=_count(getattr(p, "steps", 0)) or 0,
+            world_size=_count(getattr(p, "world_size", None)),
             last_batch_s=num(getattr(p, "last_batch_s", None)),
             last_step_s=num(getattr(p, "last_step_s", None)),
             batch_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
@@ -110,6 +114,44 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
                          else None),
         ))
     return tuple(out)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def probe_phase(batches_delta: int, steps_delta: int, steps: int) -> str | None:
+    """``eval`` for batches without optimizer steps after steps were counted (validation,
+    generation); ``no-steps`` for batches where no optimizer step was ever counted (an
+    inference job, or an optimizer the probe cannot see); ``train`` with steps; None when no
+    batch moved."""
+    if steps_delta > 0:
+        return "train"
+    if batches_delta <= 0:
+        return None
+    return "eval" if steps > 0 else "no-steps"
+
+
+def sample_phase(probe: object) -> str | None:
+    """`probe_phase` of one publication (a `ProbeSample`, or its `ProbeFacts`): over its last
+    interval, batches without an optimizer step give no step time while ``steps`` is already
+    counted."""
+    rate = num(getattr(probe, "batches_per_s", None))
+    steps = getattr(probe, "steps", 0)
+    if not isinstance(steps, int) or rate is None or rate <= 0:
+        return None
+    step_ms = num(getattr(probe, "step_ms", None))
+    if steps > 0 and step_ms is None:
+        return "eval"
+    return "train" if steps > 0 else "no-steps"
+
+
+#: How the job line and ``why`` name a phase.
+PHASE_WORDS = {
+    "eval": "evaluation (batches without optimizer steps)",
+    "no-steps": "batches without optimizer steps (inference, or an optimizer not seen)",
+    "train": "training",
+}
 
 
 @dataclass
@@ -131,6 +173,11 @@ class Rank:
     last_alloc: ProbeAlloc | None
     #: The DataLoader's worker processes as the probe read them; None if unknown.
     num_workers: int | None = None
+    world_size: int | None = None
+    #: Batches and optimizer steps counted over the window, and the phase they show.
+    batches_delta: int = 0
+    steps_delta: int = 0
+    phase: str | None = None
 
     @property
     def who(self) -> str:
@@ -167,6 +214,14 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
         last = pubs[-1]
         figures = span_rates(distinct)
         allocs = [p.alloc for p in pubs if p.alloc is not None]
+        first = min(distinct, key=lambda p: p.elapsed_s or 0.0)
+        newest = max(distinct, key=lambda p: p.elapsed_s or 0.0)
+        d_batches = max(0, newest.batches - first.batches)
+        d_steps = max(0, newest.steps - first.steps)
+        if len(distinct) >= 2:
+            phase = probe_phase(d_batches, d_steps, newest.steps)
+        else:
+            phase = sample_phase(newest)
         ranks.append(Rank(
             pid=pid,
             rank=last.rank,
@@ -182,6 +237,10 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             first_alloc=allocs[0] if allocs else None,
             last_alloc=allocs[-1] if allocs else None,
             num_workers=last.num_workers,
+            world_size=last.world_size,
+            batches_delta=d_batches,
+            steps_delta=d_steps,
+            phase=phase,
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks
@@ -192,6 +251,24 @@ class Measured:
     """The probed trainer(s) driving one card, over the window."""
 
     ranks: list[Rank]
+
+    @property
+    def world_size(self) -> int | None:
+        sizes = [r.world_size for r in self.ranks if r.world_size is not None]
+        return max(sizes) if sizes else None
+
+    @property
+    def batches_flow(self) -> bool:
+        """Batches were counted in the window (the job makes progress)."""
+        return any(r.batches_delta > 0 or (r.batches_per_s or 0.0) > 0 for r in self.ranks)
+
+    @property
+    def phase(self) -> str | None:
+        """The main rank's phase: ``eval``, ``no-steps``, ``train`` or None."""
+        phases = [r.phase for r in self.ranks if r.phase is not None]
+        if not phases:
+            return None
+        return "train" if "train" in phases else phases[0]
 
     @property
     def main(self) -> Rank:
@@ -228,6 +305,8 @@ class Measured:
             extra.append(f"{r.batches_per_s:,.1f} batches/s")
         if extra:
             line += "; " + " · ".join(extra)
+        if self.phase == "eval":
+            line += f"; phase: {PHASE_WORDS['eval']}"
         if self.guess:
             line += " (which card this trainer drives is a guess: local rank order)"
         return line
@@ -273,8 +352,8 @@ class Measured:
 
 
 def _delta(first: ProbeAlloc | None, last: ProbeAlloc, name: str) -> int | None:
-    now = getattr(last, name)
-    then = getattr(first, name) if first is not None else None
+    now: int | None = getattr(last, name)
+    then: int | None = getattr(first, name) if first is not None else None
     if now is None:
         return None
     return max(0, now - (then if then is not None else now))

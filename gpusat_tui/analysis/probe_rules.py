@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
-from gpusat_tui.analysis.causes import starving_cause
+from gpusat_tui.analysis.causes import INPUT_RULES, CauseContext, spin_wait, starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -52,7 +52,9 @@ def measured_verdict(
             "fragmenting", None, [*frag, f.util_line(th), f.power_line()], advice, 0.9, f.n
         )
     wait = meas.wait_pct
-    if wait is None or wait < th.data_wait_starving_pct:
+    if wait is None or wait < th.data_wait_starving_pct or not meas.batches_flow:
+        # No batch in the window: a loop stuck in next(dataloader) is no slow input but a
+        # hang; the stall rule judges it.
         return None
     cause, cwhy, cadvice = waiting_cause(evidence(), th, f.label, meas.main.num_workers)
     why = [meas.wait_line(th), f.util_line(th), f.power_line()]
@@ -68,7 +70,8 @@ def waiting_cause(
     """(cause, why, advice) of a loop measured waiting on its data: ``io-bound`` where the host
     shows disk waits, else ``input-bound`` (the wait itself is the evidence). ``said_workers``:
     the DataLoader's ``num_workers`` as the probe read it (None: not said)."""
-    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=label)
+    cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=label,
+                                             rules=INPUT_RULES)
     if cause in ("input-bound", "io-bound"):
         return cause, cwhy, cadvice
     if ev.n_workers == 0 and said_workers:
@@ -118,11 +121,25 @@ def _not_data(
     meas: Measured,
     line: str,
 ) -> Verdict:
-    """A starving card whose loop does not wait on data: the step itself is slow."""
+    """A starving card whose loop does not wait on data: the step itself is slow (a
+    checkpoint, or a wait for a peer on another node, keep their cause: neither reads data)."""
+    if verdict.cause in ("checkpoint", "collective-wait"):
+        return verdict.model_copy(update={"why": [line, *verdict.why]})
     base = [w for w in verdict.why if w][:3]
-    if ev.trainer_cpu is not None and ev.trainer_cpu >= th.trainer_pegged_pct:
+    pegged = ev.trainer_cpu is not None and ev.trainer_cpu >= th.trainer_pegged_pct
+    busy = f.util.median >= th.busy_util_pct or (
+        f.sm_active is not None and f.sm_active.median >= th.sm_active_busy_pct
+    )
+    spin = spin_wait(
+        CauseContext(ev=ev, light=False, label=f.label, busy=True,
+                     probe_world_size=meas.world_size), th,
+    ) if pegged and busy else None
+    if spin is not None:
+        # A busy card does not wait on the host: the pegged trainer spins in a synchronise.
+        cause, why, advice = spin.cause, [line, *base, *spin.why], list(spin.advice)
+    elif pegged:
         cause = "host-bound"
-        why = [line, *base, f"trainer at {pct(ev.trainer_cpu)} CPU (pegged): the training "
+        why = [line, *base, f"trainer at {pct(ev.trainer_cpu or 0.0)} CPU (pegged): the training "
                             "loop's own Python work holds the card back"]
         advice = [
             "Look for .item(), .cpu(), printing tensors or synchronize() in every step; log "

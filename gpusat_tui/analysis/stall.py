@@ -2,7 +2,10 @@
 
 `stall_run` walks back from a card's latest fresh reading over the polls that show no work
 anywhere (`StallPoll`: the card idle with its memory held, the processes tied to it, by
-`evidence.ProcessTie`, near 0 % CPU and none in disk wait) and sums them up in a `Stall`. What a
+`evidence.ProcessTie`, near 0 % CPU and making no progress: no batch counted by a probe, their
+counters flat (`progress`); without counters, none in disk wait, which could be a slow write)
+and sums them up in a `Stall`. A process in disk wait whose counters are flat is stuck on
+storage: that is a stall (a checkpoint that never finishes), and the `Stall` says so. What a
 frame shows is kept with it (`FrameFacts.memo`) while the tie and the lines are the same: a
 stalled job's polls are read again by every window on every poll.
 """
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, clean_median
+from gpusat_tui.analysis.progress import poll_progress, probe_batches
 from gpusat_tui.analysis.thresholds import Thresholds
 
 if TYPE_CHECKING:
@@ -40,6 +44,15 @@ class Stall:
     #: psutil states seen on the trainer(s) ("stopped": a paused process).
     trainer_states: tuple[str, ...]
     iowait: float | None
+    #: Polls of the stall whose progress counters were read (all flat), and whose fresh
+    #: probe counted no batch.
+    counter_polls: int = 0
+    probe_polls: int = 0
+    #: A tied process sat in disk wait with flat counters: stuck on storage.
+    stuck_io: bool = False
+    #: The poll before the stall gave no CPU figures of the trainer (the monitor's first
+    #: poll, a baseline): it may have begun earlier, nothing showed work.
+    after_blank: bool = False
 
 
 class StallPoll(NamedTuple):
@@ -51,12 +64,28 @@ class StallPoll(NamedTuple):
     #: The tied trainers' PIDs, and their states (where given), in process order.
     trainer_pids: tuple[object, ...]
     trainer_states: tuple[str, ...]
+    #: Progress counters were read (and are flat); a fresh probe counted no batch; a tied
+    #: process waits on storage with flat counters.
+    counters: bool = False
+    probe: bool = False
+    stuck_io: bool = False
+    #: The trainer is tied to the card but no CPU figure was read (a baseline poll): neither
+    #: work nor a stall.
+    blank: bool = False
+    #: The counters moved a little (`Progress.marginal`): a blip, as a CPU figure a little
+    #: over the line is.
+    blip: bool = False
+
+
+#: A poll with the trainer tied but no CPU figures yet.
+_BLANK = StallPoll(cpu=0.0, n_workers=0, trainer_pids=(), trainer_states=(), blank=True)
 
 
 def stall_lines(th: Thresholds) -> tuple[float, ...]:
     """Every line `stall_run` reads of the thresholds: equal lines, equal stalls."""
     return (th.idle_util_pct, th.held_vram_pct, th.held_vram_mib, th.iowait_high_pct,
-            th.stall_cpu_pct)
+            th.stall_cpu_pct, th.progress_io_bps, th.progress_syscalls_per_s,
+            th.progress_switches_per_s, th.probe_max_age_s)
 
 
 def _stalled_polls(
@@ -81,7 +110,7 @@ def _stalled_polls(
         else:
             poll = _stall_poll(ff, card_id, tie, th)
             ff.memo[key] = (signature, lines, poll)
-        yield ff, reading, poll  # type: ignore[misc]
+        yield ff, reading, poll
 
 
 def _stall_poll(
@@ -97,25 +126,44 @@ def _stall_poll(
             return None
     elif reading.mem_used is None or reading.mem_used < th.held_vram_mib:
         return None
-    if ff.iowait is not None and ff.iowait >= th.iowait_high_pct:
-        return None
     if tie.any_card_ids:
         tied = [p for p in ff.procs if card_id in tie.tied_cards(p)]
     else:
         tied = list(ff.procs)
     figures = [p.cpu for p in tied if p.cpu is not None]
     figures += [p.pin for p in tied if p.pin is not None]
-    if not figures or not any(p.is_trainer for p in tied):
+    if not any(p.is_trainer for p in tied):
         return None  # no process evidence: a stall cannot be told from waiting for input
+    if not figures:
+        return _BLANK
     # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
-    if max(figures) > 3 * th.stall_cpu_pct or any(p.state == "disk-sleep" for p in tied):
+    if max(figures) > 3 * th.stall_cpu_pct:
         return None
     trainers = [p for p in tied if p.is_trainer]
+    batches = probe_batches(ff, card_id, (p.pid for p in trainers), th)
+    if batches is not None and batches > 0:
+        return None  # the probe counts batches: the job runs, whatever the card says
+    progress = poll_progress(tied)
+    moving = progress.moving(th)
+    blip = False
+    if moving:
+        if not progress.marginal(th):
+            return None
+        blip = True  # the caller lets one such poll pass between quiet ones (`stall_run`)
+    waiting = [p for p in tied if p.state == "disk-sleep"]
+    if moving is None and (
+        waiting or (ff.iowait is not None and ff.iowait >= th.iowait_high_pct)
+    ):
+        return None  # without counters a disk wait may be a slow write making progress
     return StallPoll(
         cpu=max(figures),
         n_workers=sum(p.is_worker for p in tied),
         trainer_pids=tuple(p.pid for p in trainers),
         trainer_states=tuple(p.state for p in trainers if p.state),
+        counters=moving is not None,
+        probe=batches is not None,
+        stuck_io=bool(waiting),
+        blip=blip,
     )
 
 
@@ -135,15 +183,17 @@ def stall_run(
     iowaits: list[float] = []
     reached_first = True
     blip = False
+    after_blank = False
     run: list[StallPoll] = []
     for ff, reading, found in _stalled_polls(facts, card_id, tie, th):
-        if found is None or ff.t is None:
+        if found is None or ff.t is None or found.blank:
             reached_first = False
+            after_blank = found is not None and found.blank
             break
         # One poll a little above the line (a timer thread, a log flush, CPU time counted in
-        # 10 ms ticks over a short poll) does not end a stall; two in a row, or the latest
-        # poll, do.
-        if found.cpu > th.stall_cpu_pct:
+        # 10 ms ticks or a few wake-ups over a short poll) does not end a stall; two in a
+        # row, or the latest poll, do.
+        if found.cpu > th.stall_cpu_pct or found.blip:
             if blip or last_t is None:
                 reached_first = False
                 break
@@ -176,4 +226,8 @@ def stall_run(
         max_cpu=max_cpu,
         trainer_states=tuple(states),
         iowait=clean_median(iowaits),
+        counter_polls=sum(p.counters for p in run),
+        probe_polls=sum(p.probe for p in run),
+        stuck_io=any(p.stuck_io for p in run),
+        after_blank=after_blank,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 __all__ = ["DEFAULT_THRESHOLDS", "Thresholds"]
 
@@ -57,8 +58,14 @@ class Thresholds:
     pin_pegged_pct: float = 90.0
     #: Host iowait at or above this is I/O-bound.
     iowait_high_pct: float = 20.0
-    #: Share of worker/trainer samples in disk-sleep (D) at or above this is I/O-bound.
+    #: Share of the input pipeline's samples (the DataLoader workers; the trainer when it has
+    #: none) in disk-sleep (D) at or above this is I/O-bound. The trainer's own disk waits
+    #: beside its workers are its writes (``checkpoint_write_bps``), not the input's.
     dstate_frac: float = 0.30
+    #: The trainer writing at least this many bytes/s (``wchar``: every write system call),
+    #: or in disk-sleep in ``dstate_frac`` of polls while DataLoader workers do the reading,
+    #: while its card waits: a checkpoint or a save, not the input pipeline.
+    checkpoint_write_bps: float = 1024.0 * 1024.0
     #: Host CPU at or above this leaves no room for more workers.
     host_busy_pct: float = 85.0
     #: A worker (or the trainer) whose main thread waits for a CPU (runnable, not running:
@@ -77,10 +84,22 @@ class Thresholds:
     #: this many seconds of evidence: a few polls of two swinging cards always look uneven.
     imbalance_swing_min_s: float = 10.0
     #: Stalled: VRAM held, utilisation at or below ``idle_util_pct``, the trainer and its
-    #: workers at or below ``stall_cpu_pct`` CPU, no disk waits, for at least ``stall_min_s``
-    #: (shorter pauses, such as the few seconds between epochs, are not a stall).
+    #: workers at or below ``stall_cpu_pct`` CPU and making no progress (below, and no batch
+    #: counted by a probe), for at least ``stall_min_s`` (shorter pauses, such as the few
+    #: seconds between epochs, are not a stall: until then the card reads ``unknown``,
+    #: ``paused``). A process in disk wait is progress unless its counters show it is not.
     stall_cpu_pct: float = 10.0
     stall_min_s: float = 20.0
+    #: Progress without a probe (Linux, ``/proc/<pid>/io`` and ``schedstat``): the trainer and
+    #: its workers together moving at least ``progress_io_bps`` bytes/s through read/write
+    #: calls or making ``progress_syscalls_per_s`` such calls, or one of them switching its
+    #: main thread in ``progress_switches_per_s`` times a second, are working whatever their
+    #: CPU says (a worker asleep on a socket wakes for every answer; ``recv`` counts no bytes,
+    #: only the wake-up). A hung job's threads sleep on timeouts of seconds (a DataLoader's:
+    #: 5 s).
+    progress_io_bps: float = 16.0 * 1024.0
+    progress_syscalls_per_s: float = 10.0
+    progress_switches_per_s: float = 10.0
     #: How far back the duration rules (imbalance persistence, stall duration) look when the
     #: tracker judges its short recent window (see `tracker`); at least ``stall_min_s`` is used.
     history_s: float = 20.0
@@ -129,7 +148,9 @@ class Thresholds:
         overrides = self.vendor_overrides.get(vendor or "")
         if not overrides:
             return self
-        return replace(self, **dict(overrides))
+        # Names checked in __post_init__; the values are figures of float fields.
+        changes: dict[str, Any] = dict(overrides)
+        return replace(self, **changes)
 
 
 DEFAULT_THRESHOLDS = Thresholds()

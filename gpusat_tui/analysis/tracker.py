@@ -38,17 +38,10 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from gpusat_tui.analysis.verdict import (
-    DEFAULT_THRESHOLDS,
-    JOB_KEY,
-    FrameFacts,
-    History,
-    PreparedWindow,
-    Thresholds,
-    frame_facts,
-    judge_prepared,
-    window_ids,
-)
+from gpusat_tui.analysis.facts import FrameFacts, frame_facts
+from gpusat_tui.analysis.job import JOB_KEY
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.verdict import History, PreparedWindow, judge_prepared, window_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = ["VerdictTracker"]
@@ -225,6 +218,7 @@ class VerdictTracker:
             facts = [entry[3] for entry in self._frames]
             offset = max(0, state.since - self._frames[0][0])
             start = min(offset, self._history_start())
+            long: Verdict | None
             if key == JOB_KEY:
                 long = judge_prepared(
                     frames[start:], facts[start:], self.thresholds, context=offset - start
@@ -303,8 +297,9 @@ class VerdictTracker:
         # Same kind and cause: show the evidence window's figures (more samples) when it
         # agrees, else the recent window's.
         long = evidence(key, state.since)
-        agrees = long is not None and (long.kind, long.cause) == (shown.kind, shown.cause)
-        state.verdict, state.brief = (long if agrees else new), False
+        if long is None or (long.kind, long.cause) != (shown.kind, shown.cause):
+            long = new
+        state.verdict, state.brief = long, False
         return state.verdict
 
 

@@ -17,16 +17,21 @@ How a card is judged, in order (each step quotes the figures that decided it in 
    saturated, with the caveat in ``why``; on a tool without power it is judged on utilisation
    alone, also said in ``why``. Utilisation is a duty cycle (any running kernel counts), so
    power against cap is the better signal where it exists.
-5. ``stalled``: VRAM held, no utilisation, the trainer and its workers at ~0 % CPU and no
-   disk waits, for at least ``stall_min_s`` (read over the history, see below): a hung
-   collective, a deadlock, a paused process, a checkpoint stuck on storage.
+5. ``stalled``: VRAM held, no utilisation, the trainer and its workers at ~0 % CPU and making
+   no progress (no batch counted by a probe, their progress counters flat; without counters,
+   no disk wait), for at least ``stall_min_s`` (read over the history, see below): a hung
+   collective, a deadlock, a paused process, a checkpoint stuck on storage. Shorter than that
+   it is ``unknown`` with cause ``paused`` (`progress`, `stall`).
 6. ``starving``: anything else that holds VRAM. The ``cause`` comes from the evidence
    (`causes`; measured findings outrank inferred ones): ``input-bound`` (DataLoader workers
    pegged, or asking for a full core once their time queued for a CPU is added),
-   ``io-bound`` (workers in disk-sleep, or host iowait high), ``host-bound`` (the trainer
-   pegged while workers are not), ``light-kernels`` (utilisation steadily high but power low,
-   with no host bottleneck: small kernels keep the duty cycle up without doing much work), or
-   ``unknown``; ``collective-wait`` is set by the job rules.
+   ``checkpoint`` (the trainer's own writes), ``io-bound`` (the input pipeline in
+   disk-sleep, host iowait high, or workers asleep on reads), ``host-bound`` (the trainer
+   pegged while workers are not, beside a card that is not busy), ``light-kernels``
+   (utilisation steadily high but power low, with no host bottleneck: small kernels keep the
+   duty cycle up without doing much work), ``collective-wait`` (set by the job rules for a
+   peer on this host; for a distributed job's pegged trainer beside a busy card, a peer on
+   another node), or ``unknown``.
 
 Medians, not means, decide: one dip or one spike in a short window does not change a verdict,
 and a window that is two thirds new evidence already reads as the new state (this is what lets
@@ -69,28 +74,18 @@ from collections.abc import Sequence
 
 from gpusat_tui.analysis.card import is_idle, judge_card
 from gpusat_tui.analysis.card_figures import CardFigures, light_figures
-from gpusat_tui.analysis.causes import STARVING_CAUSES
 from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.imbalance import Lag, lagging
-from gpusat_tui.analysis.job import JOB_KEY, SEVERITY, apply_lag, judge_job
+from gpusat_tui.analysis.job import apply_lag, judge_job
 from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
 from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.wording import ALLOC_CONF_VARS
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = [
-    "ALLOC_CONF_VARS",
-    "DEFAULT_THRESHOLDS",
-    "JOB_KEY",
-    "SEVERITY",
-    "STARVING_CAUSES",
-    "FrameFacts",
     "History",
     "PreparedWindow",
-    "Thresholds",
-    "frame_facts",
     "judge",
     "judge_card_prepared",
     "judge_prepared",

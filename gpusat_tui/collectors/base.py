@@ -12,17 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, TypedDict
 
 from gpusat_tui.collectors.dark_cards import vet_dark_cards
 from gpusat_tui.collectors.records import Framer, LineRecords
-from gpusat_tui.errors import ParseError
 from gpusat_tui.model import FIGURE_BOUNDS, CardProcess, CardReading, Vendor
 from gpusat_tui.text import strip_escapes
 
 __all__ = [
     "NA_TOKENS",
-    "ParseError",
+    "FigureName",
     "Query",
+    "ReadingFigures",
     "Stream",
     "ToolReading",
     "ToolSpec",
@@ -33,6 +34,24 @@ __all__ = [
     "strip_ansi",
     "vet_reading",
 ]
+
+
+#: The name of a figure of `CardReading` that a column of a tool's table fills.
+FigureName = Literal[
+    "util_pct", "mem_used_mib", "mem_total_mib", "mem_pct", "power_w", "power_cap_w", "temp_c"
+]
+
+
+class ReadingFigures(TypedDict, total=False):
+    """`CardReading` figures gathered by name before the reading is built (``**figures``)."""
+
+    util_pct: float | None
+    mem_used_mib: float | None
+    mem_total_mib: float | None
+    mem_pct: float | None
+    power_w: float | None
+    power_cap_w: float | None
+    temp_c: float | None
 
 
 @dataclass

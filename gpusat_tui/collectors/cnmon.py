@@ -18,9 +18,11 @@ as ``card, VF/MI, pid, command..., <n> MiB`` following that header; say so if a 
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import box_cells, celsius_token, first_group, header_index
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "cnmon"
@@ -33,6 +35,16 @@ _LINE1_RE = re.compile(r"^(\d+)\s+(\S+)\s+(.*)$")
 _PROC_RE = re.compile(r"^(\d+)\s+(\S+)\s+(\d+)\s+(.*?)\s+(\S+)\s*MiB$")
 
 
+class _FirstRow(TypedDict):
+    """What a card's first table row says; its second row completes the card."""
+
+    index: int
+    name: str | None
+    bus_id: str | None
+    util: float | None
+    extras: dict[str, float | str | None]
+
+
 def parse_default(text: str) -> ToolReading:
     """Parse the plain ``cnmon`` table into cards (and processes, when listed)."""
     lines = strip_ansi(text).splitlines()
@@ -43,7 +55,7 @@ def parse_default(text: str) -> ToolReading:
 
     cards: list[CardReading] = []
     processes: list[CardProcess] = []
-    pending: dict[str, object] | None = None
+    pending: _FirstRow | None = None
     in_procs = False
     for line in lines[header_at + 1:]:
         stripped = line.strip()
@@ -98,7 +110,7 @@ def parse_default(text: str) -> ToolReading:
         power = _POWER_RE.search(left)
         temp = celsius_token(left.split())
         mem = _MEM_RE.search(cells[1])
-        extras = pending["extras"]  # type: ignore[assignment]
+        extras = pending["extras"]
         fan = left.split()[0] if left.split() else None
         if fan is not None and fan.endswith("%"):
             extras["fan_pct"] = num(fan)
@@ -114,10 +126,10 @@ def parse_default(text: str) -> ToolReading:
         cards.append(
             CardReading(
                 vendor="cambricon",
-                index=pending["index"],  # type: ignore[arg-type]
-                name=pending["name"],  # type: ignore[arg-type]
-                bus_id=pending["bus_id"],  # type: ignore[arg-type]
-                util_pct=pending["util"],  # type: ignore[arg-type]
+                index=pending["index"],
+                name=pending["name"],
+                bus_id=pending["bus_id"],
+                util_pct=pending["util"],
                 mem_used_mib=num(mem.group(1)) if mem else None,
                 mem_total_mib=num(mem.group(2)) if mem else None,
                 power_w=num(power.group(1)) if power else None,

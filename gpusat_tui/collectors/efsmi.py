@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import box_blocks, first_group, header_index
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "efsmi"
@@ -106,9 +107,9 @@ def parse_query(text: str) -> ToolReading:
         if dev:
             blocks.append((int(dev.group(1)), {}))
             continue
-        kv = _KV_RE.match(line)
-        if kv and blocks:
-            blocks[-1][1].setdefault(kv.group(1), kv.group(2))
+        pair = _KV_RE.match(line)
+        if pair and blocks:
+            blocks[-1][1].setdefault(pair.group(1), pair.group(2))
     cards: list[CardReading] = []
     for index, kv in blocks:
         total = num(kv.get("Total Size", kv.get("Mem Size")))

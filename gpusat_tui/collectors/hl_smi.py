@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -32,6 +32,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
     sentinel_to_none,
 )
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "hl-smi"
@@ -64,15 +65,13 @@ def _card(block: list[list[str]]) -> CardReading | None:
     if len(cells.right) > 1 and not cells.right[1].endswith("%"):
         extras["compute_mode"] = cells.right[1]
     power = cells.power
+    figures = cells.figures()
+    # 65535 W is hl-smi's "no reading", not a figure
+    figures["power_w"] = _figure(power[0]) if power else None
+    figures["power_cap_w"] = _figure(power[1]) if power else None
     return CardReading(
         vendor="gaudi", index=cells.index, name=cells.name, bus_id=cells.bus_id,
-        **{
-            **cells.figures(),
-            # 65535 W is hl-smi's "no reading", not a figure
-            "power_w": _figure(power[0]) if power else None,
-            "power_cap_w": _figure(power[1]) if power else None,
-        },
-        extras=extras, tool=TOOL,
+        **figures, extras=extras, tool=TOOL,
     )
 
 

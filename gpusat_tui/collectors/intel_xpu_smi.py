@@ -31,7 +31,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import (
+    FigureName,
+    Query,
+    ReadingFigures,
+    ToolReading,
+    ToolSpec,
+    num,
+    strip_ansi,
+)
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -42,6 +50,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
 )
 from gpusat_tui.collectors.xpu_smi import is_intel
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "intel-xpu-smi"
@@ -121,7 +130,7 @@ def parse_default(text: str) -> ToolReading:
     )
 
 
-_DUMP_FIELDS = {
+_DUMP_FIELDS: dict[str, FigureName] = {
     "gpu utilization (%)": "util_pct",
     "gpu power (w)": "power_w",
     "gpu core temperature (celsius degree)": "temp_c",
@@ -153,8 +162,12 @@ def parse_dump(text: str) -> ToolReading:
     cards: list[CardReading] = []
     for index in sorted(rows):
         row = rows[index]
-        fields = {name: num(row.get(col)) for col, name in _DUMP_FIELDS.items()}
-        extras = {name: num(row[col]) for col, name in _DUMP_EXTRAS.items() if col in row}
+        fields: ReadingFigures = {}
+        for col, name in _DUMP_FIELDS.items():
+            fields[name] = num(row.get(col))
+        extras: dict[str, float | str | None] = {
+            name: num(row[col]) for col, name in _DUMP_EXTRAS.items() if col in row
+        }
         cards.append(
             CardReading(vendor="intel", index=index, extras=extras, tool=TOOL, **fields)
         )
@@ -201,7 +214,7 @@ def parse_discovery(text: str) -> ToolReading:
     ])
 
 
-_STATS_FIELDS = {
+_STATS_FIELDS: dict[str, FigureName] = {
     "GPU Utilization (%)": "util_pct",
     "GPU Power (W)": "power_w",
     "GPU Core Temperature (C)": "temp_c",
@@ -216,7 +229,9 @@ def parse_stats(text: str) -> ToolReading:
     device = values.get("Device ID", "")
     if not device.isdigit():
         raise ParseError("xpu-smi stats: no 'Device ID | n' row found")
-    fields = {name: num(values.get(label)) for label, name in _STATS_FIELDS.items()}
+    fields: ReadingFigures = {}
+    for label, name in _STATS_FIELDS.items():
+        fields[name] = num(values.get(label))
     extras: dict[str, float | str | None] = {}
     if "GPU Frequency (MHz)" in values:
         extras["freq_mhz"] = num(values["GPU Frequency (MHz)"])

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -34,6 +34,7 @@ from gpusat_tui.collectors.tables import (
     mem_pair,
     power_pair,
 )
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 _VERSION_RE = re.compile(r"(?:mx|ht)-smi\s+(?:version:\s*)?(\d[\w.]*)", re.IGNORECASE)
@@ -58,7 +59,7 @@ def _card(block: list[list[str]], board_layout: bool, tool: str) -> CardReading 
         index_token = first[1].split()[0]
     power = next((p for cell in second if (p := power_pair(cell))), None)
     watts = None if power else next((m for c in second if (m := _WATTS_RE.search(c))), None)
-    mem = next((m for cell in second if (m := mem_pair(cell))), None)
+    mem = next((pair for cell in second if (pair := mem_pair(cell))), None)
     util = next((t for cell in first[1:] for t in cell.split() if t.endswith("%")), None)
     extras: dict[str, float | str | None] = {}
     if second[-1] and mem_pair(second[-1]) is None:

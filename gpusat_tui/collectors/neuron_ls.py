@@ -19,16 +19,10 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import (
-    ParseError,
-    Query,
-    ToolReading,
-    ToolSpec,
-    num,
-    strip_ansi,
-)
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.neuron_monitor import SEARCH_DIRS
 from gpusat_tui.collectors.tables import box_cells
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "neuron-ls"

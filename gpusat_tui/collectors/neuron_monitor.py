@@ -34,7 +34,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpusat_tui.collectors.base import ParseError, Stream, ToolReading, ToolSpec, strip_ansi
+from gpusat_tui.collectors.base import Stream, ToolReading, ToolSpec, strip_ansi
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "neuron-monitor"
@@ -61,8 +62,9 @@ def _last_report(text: str) -> dict[str, Any]:
             continue
         try:
             report = json.loads(line)
-        except ValueError as exc:
-            problem = f"not JSON ({exc.msg}): {line[:60]!r}"
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            problem = f"not JSON ({reason}): {line[:60]!r}"
             continue
         if isinstance(report, dict) and (
             "neuron_runtime_data" in report or "neuron_hardware_info" in report

@@ -29,15 +29,9 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import (
-    ParseError,
-    Query,
-    ToolReading,
-    ToolSpec,
-    num,
-    strip_ansi,
-)
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.tables import first_group, header_index
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "npu-smi"
@@ -114,8 +108,9 @@ def _parse_line2(chip: _Chip, cells: list[str]) -> None:
 
 
 def _card_indices(chips: list[_Chip], has_device_col: bool) -> list[int]:
-    if has_device_col and all(c.device_id is not None for c in chips):
-        return [c.device_id for c in chips]  # type: ignore[misc]
+    device_ids = [c.device_id for c in chips if c.device_id is not None]
+    if has_device_col and len(device_ids) == len(chips):
+        return device_ids
     per_npu: dict[int, int] = {}
     for c in chips:
         per_npu[c.npu_id] = per_npu.get(c.npu_id, 0) + 1

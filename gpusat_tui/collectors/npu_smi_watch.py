@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import ParseError, Stream, ToolReading, num, strip_ansi
+from gpusat_tui.collectors.base import Stream, ToolReading, num, strip_ansi
 from gpusat_tui.collectors.records import RowGroups
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "npu-smi"
@@ -95,20 +96,29 @@ def parse_watch(text: str) -> ToolReading:
     if not sample:
         return ToolReading(notes=["npu-smi info watch printed its header but no rows"])
     npu_ids = [num(cells[0]) for cells in sample]
-    by_npu = len(set(npu_ids)) == len(npu_ids) and None not in npu_ids
+    known_ids = [n for n in npu_ids if n is not None]
+    by_npu = len(known_ids) == len(npu_ids) and len(set(known_ids)) == len(known_ids)
     cards: list[CardReading] = []
     for position, cells in enumerate(sample):
         figures: dict[str, float | None] = {}
         extras: dict[str, float | str | None] = {}
         for name, cell in zip(names, cells, strict=True):
-            key = _FIELDS.get(name, re.sub(r"[^a-z0-9]+", "_", name).strip("_"))
-            if key in _CARD_FIELDS:
-                figures[key] = num(cell)
+            field = _FIELDS.get(name, re.sub(r"[^a-z0-9]+", "_", name).strip("_"))
+            if field in _CARD_FIELDS:
+                figures[field] = num(cell)
             else:
-                extras[key] = num(cell)
-        index = int(npu_ids[position]) if by_npu else position  # type: ignore[arg-type]
+                extras[field] = num(cell)
         cards.append(
-            CardReading(vendor="ascend", index=index, extras=extras, tool=TOOL, **figures)
+            CardReading(
+                vendor="ascend",
+                index=int(known_ids[position]) if by_npu else position,
+                power_w=figures.get("power_w"),
+                temp_c=figures.get("temp_c"),
+                util_pct=figures.get("util_pct"),
+                mem_pct=figures.get("mem_pct"),
+                extras=extras,
+                tool=TOOL,
+            )
         )
     return ToolReading(cards=cards)
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpusat_tui.collectors.base import NA_TOKENS, ParseError, Query, ToolReading, ToolSpec, num
+from gpusat_tui.collectors.base import NA_TOKENS, Query, ToolReading, ToolSpec, num
 from gpusat_tui.collectors.dark_cards import dark_card_notes
 from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "nvidia-smi"
@@ -355,8 +356,8 @@ def _with_mig_instances(
         merged.append(card)
         merged.extend(instances.pop(card.index, []))
     moved: list[CardProcess] = []
-    for proc, gi in zip(processes, process_gis, strict=True):
-        key = (int(proc.card_id.partition(":")[2]), gi) if gi is not None else None
+    for proc, proc_gi in zip(processes, process_gis, strict=True):
+        key = (int(proc.card_id.partition(":")[2]), proc_gi) if proc_gi is not None else None
         if key in instance_of:
             proc = proc.model_copy(update={"card_id": instance_of[key]})
         moved.append(proc)

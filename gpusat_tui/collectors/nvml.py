@@ -71,8 +71,9 @@ def _load() -> ModuleType:
             pynvml.nvmlInit()
         except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, OSError...
             raise ToolMissing(f"nvml: NVML library did not load ({exc})") from exc
-        _nvml = pynvml
-        return pynvml
+        module: ModuleType = pynvml
+        _nvml = module
+        return module
 
 
 def reset() -> None:
@@ -179,9 +180,7 @@ class NvmlReader:
                 for inst in device.instances:
                     if inst.gpu_instance_id is not None and hasattr(nvml, "nvmlGpmMigSampleGet"):
                         inst.gpm = nvml_gpm.GpmSampler(nvml, _mig_take(nvml, device, inst))
-            device.gpm = nvml_gpm.GpmSampler(
-                nvml, lambda s, h=device.handle: nvml.nvmlGpmSampleGet(h, s)
-            )
+            device.gpm = nvml_gpm.GpmSampler(nvml, _gpu_take(nvml, device.handle))
         except nvml.NVMLError as exc:
             close_gpm(device)
             missing.append(f"{label} ({gpm_refusal(nvml, exc)})")
@@ -354,6 +353,13 @@ class NvmlReader:
             return True
         finally:
             self._lock.release()
+
+
+def _gpu_take(nvml: ModuleType, handle: Any) -> Callable[[Any], Any]:
+    def take(sample: Any) -> Any:
+        return nvml.nvmlGpmSampleGet(handle, sample)
+
+    return take
 
 
 def _mig_take(nvml: ModuleType, device: Device, inst: Instance) -> Callable[[Any], Any]:

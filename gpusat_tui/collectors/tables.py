@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from gpusat_tui.collectors.base import num
+from gpusat_tui.collectors.base import ReadingFigures, num
 
 __all__ = [
     "box_blocks",
@@ -170,7 +170,7 @@ class BoxCard:
     power: tuple[str, str] | None
     mem: tuple[str, str] | None
 
-    def figures(self) -> dict[str, float | None]:
+    def figures(self) -> ReadingFigures:
         """The CardReading figures every such table gives in the same cells."""
         mem, power = self.mem, self.power
         return {

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-from gpusat_tui.collectors.base import ParseError, Stream, ToolReading, ToolSpec, strip_ansi
+from gpusat_tui.collectors.base import Stream, ToolReading, ToolSpec, strip_ansi
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "tegrastats"

@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 
 TOOL = "tt-smi"
@@ -107,6 +108,12 @@ def _text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
+def _section(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]`` when it is a JSON object, else an empty one."""
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _figure(section: dict[str, Any], key: str) -> float | None:
     value = section.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -124,9 +131,9 @@ def parse_snapshot(text: str) -> ToolReading:
     for index, device in enumerate(devices):
         if not isinstance(device, dict):
             continue
-        board = device.get("board_info") if isinstance(device.get("board_info"), dict) else {}
-        telemetry = device.get("telemetry") if isinstance(device.get("telemetry"), dict) else {}
-        registers = device.get("smbus_telem") if isinstance(device.get("smbus_telem"), dict) else {}
+        board = _section(device, "board_info")
+        telemetry = _section(device, "telemetry")
+        registers = _section(device, "smbus_telem")
         power = _figure(telemetry, "power")
         if power is None:
             tdp = _smbus(registers, "TDP")
@@ -161,7 +168,7 @@ def parse_snapshot(text: str) -> ToolReading:
         )
     if not cards:
         raise ParseError("tt-smi -s: 'device_info' holds no device")
-    versions = data.get("host_sw_vers") if isinstance(data.get("host_sw_vers"), dict) else {}
+    versions = _section(data, "host_sw_vers")
     notes = ["tt-smi -s output was cut short; read up to its last complete value"] if cut else []
     return ToolReading(cards=cards, version=_text(versions.get("tt_smi")), notes=notes)
 

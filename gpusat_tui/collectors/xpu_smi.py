@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec, num, strip_ansi
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec, num, strip_ansi
 from gpusat_tui.collectors.dark_cards import block_cards
 from gpusat_tui.collectors.tables import (
     box_blocks,
@@ -36,6 +36,7 @@ from gpusat_tui.collectors.tables import (
     header_index,
     mem_pair,
 )
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 
 TOOL = "xpu_smi"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures, EnergyMeter
+from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
 from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.stats import RunningStats
-from gpusat_tui.analysis.verdict import SEVERITY as JOB_SEVERITY
 from gpusat_tui.model import (
     SCHEMA_VERSION,
     VENDORS,
@@ -210,6 +210,15 @@ class CheckProcess(_Out):
     probe: CheckProbe | None = None
     #: Addition: trainers only, the key of its job in `CheckReport.jobs`; null when unknown.
     job: str | None = None
+    #: Progress counters per second (`ProcessSample.rchar_per_s` and the rest) over the run:
+    #: bytes read and written through read/write calls, such calls, main-thread wake-ups.
+    rchar_per_s: Stats = Stats()
+    wchar_per_s: Stats = Stats()
+    syscalls_per_s: Stats = Stats()
+    ctx_switches_per_s: Stats = Stats()
+    #: Trainers only: the launcher's world size and rank from the environment (null: unset).
+    world_size: int | None = None
+    rank: int | None = None
 
 
 class CheckError(_Out):
@@ -376,6 +385,12 @@ def probe_who(pid: int, probe: CheckProbe) -> str:
     return who
 
 
+#: The progress counters of `ProcessSample` folded per process.
+_PROGRESS: tuple[str, ...] = (
+    "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
+)
+
+
 @dataclass
 class _ProcAcc:
     pid: int
@@ -384,6 +399,13 @@ class _ProcAcc:
     cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
     probe: _ProbeAcc | None = None
+    #: rchar, wchar, syscalls, context switches per second (`_PROGRESS` order).
+    progress: tuple[RunningStats, ...] = field(
+        default_factory=lambda: tuple(RunningStats() for _ in _PROGRESS)
+    )
+    world_size: int | None = None
+    rank: int | None = None
+
 
 
 class CheckBuilder:
@@ -429,6 +451,10 @@ class CheckBuilder:
                 pacc = self._procs[proc.pid] = _ProcAcc(proc.pid, proc.role, proc.name)
             pacc.name = proc.name
             pacc.cpu.add(proc.cpu_pct)
+            for name, stats in zip(_PROGRESS, pacc.progress, strict=True):
+                stats.add(getattr(proc, name))
+            if proc.world_size is not None or proc.rank is not None:
+                pacc.world_size, pacc.rank = proc.world_size, proc.rank
             for card_id in proc.card_ids:
                 if card_id not in pacc.card_ids:
                     pacc.card_ids.append(card_id)
@@ -480,7 +506,7 @@ class CheckBuilder:
 
     def report(self, duration_s: float) -> CheckReport:
         verdicts = self.assessment.cards if self.assessment else {}
-        order = {v: i for i, v in enumerate(VENDORS)}
+        order: dict[str, int] = {v: i for i, v in enumerate(VENDORS)}
         cards: list[CheckCard] = []
         for card_id, acc in sorted(
             self._cards.items(),
@@ -512,6 +538,9 @@ class CheckBuilder:
                 cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
                 probe=p.probe.report() if p.probe is not None else None,
                 job=self._job_of_pid.get(p.pid) if p.role == "trainer" else None,
+                **{name: Stats(**stats.as_dict())
+                   for name, stats in zip(_PROGRESS, p.progress, strict=True)},
+                world_size=p.world_size, rank=p.rank,
             )
             for p in self._procs.values()
         ]

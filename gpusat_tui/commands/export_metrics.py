@@ -232,8 +232,8 @@ class ExportState:
         self._prev_t = frame.t
         self._polls += 1
         for err in frame.errors:
-            key = (err.tool, err.kind)
-            self._errors[key] = self._errors.get(key, 0) + 1
+            error_key = (err.tool, err.kind)
+            self._errors[error_key] = self._errors.get(error_key, 0) + 1
         # Counters of cards and processes that left are dropped: their series end, as the
         # gauges' do (a counter that comes back starts again at 0, which rate() handles).
         live_cards = {c.id for c in frame.cards}
@@ -283,7 +283,7 @@ def _card_labels(host: str, card: CardReading) -> list[str]:
 
 
 def _verdict_samples(
-    family: GaugeMetricFamily, prefix: list[str], verdict: Verdict
+    family: GaugeMetricFamily | CounterMetricFamily, prefix: list[str], verdict: Verdict
 ) -> None:
     kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
     for each in VERDICT_KINDS:

@@ -85,7 +85,7 @@ def _chart(xs: Sequence[float], series: dict[str, list[float | None]], width: in
         return "  (no figures to draw)"
     plt.ylim(0, 100)
     plt.xlabel(unit + " since start")
-    text = plt.build()
+    text: str = plt.build()
     chart = text if color else plt.uncolorize(text)
     return "      " + " · ".join(legend) + "\n" + chart
 

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpusat_tui.probe.core import ENV_ENABLE
 from gpusat_tui.probe.layout import ENV_DIR, default_dirs, prepare_dir
+from gpusat_tui.probe.state import ENV_ENABLE
 
 BOOT_DIR = Path(__file__).resolve().parent.parent / "probe" / "boot"
 

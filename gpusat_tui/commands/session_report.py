@@ -8,7 +8,7 @@ person) so that both build on it and neither imports the other.
 from __future__ import annotations
 
 import math
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,7 +64,7 @@ class ReportCard(CheckCard):
 class ReportJSON(CheckReport):
     """The one JSON object ``report --json`` prints (`CheckReport` plus the session's shares)."""
 
-    cards: list[ReportCard] = Field(default_factory=list)  # type: ignore[assignment]
+    cards: list[ReportCard] = Field(default_factory=list)  # type: ignore[assignment]  # pydantic narrows the field in a subclass
     #: Fraction of the session per kind of the job verdict (all cards together).
     verdict_share: dict[str, float] = Field(default_factory=dict)
     job_worst: list[Stretch] = Field(default_factory=list)
@@ -91,13 +91,14 @@ class Runs:
     """
 
     lag: int = 0
-    seconds: Counter[str] = field(default_factory=Counter)
+    #: Seconds per verdict kind; a kind never seen has no entry.
+    seconds: dict[str, float] = field(default_factory=dict)
     runs: list[Stretch] = field(default_factory=list)
     _recent: deque[Verdict] = field(default_factory=deque)
 
     def add(self, verdict: Verdict, start: float, end: float) -> None:
         span = max(0.0, end - start)
-        self.seconds[verdict.kind] += span
+        self.seconds[verdict.kind] = self.seconds.get(verdict.kind, 0.0) + span
         last = self.runs[-1] if self.runs else None
         if last is not None and (last.kind, last.cause) == (verdict.kind, verdict.cause) and (
             abs(last.end_s - start) < 1e-6
@@ -120,14 +121,16 @@ class Runs:
         total = sum(self.seconds.values())
         if total <= 0:
             return {}
-        return {k: round(self.seconds[k] / total, 4) for k in VERDICT_KINDS if self.seconds[k]}
+        return {
+            k: round(self.seconds[k] / total, 4) for k in VERDICT_KINDS if self.seconds.get(k)
+        }
 
     def dominant(self) -> str:
         known = {k: s for k, s in self.seconds.items() if k != "unknown" and s > 0}
         pool = known or dict(self.seconds)
         if not pool:
             return "unknown"
-        return max(pool, key=lambda k: (pool[k], -VERDICT_KINDS.index(k)))  # type: ignore[arg-type]
+        return max(pool, key=lambda k: (pool[k], -VERDICT_KINDS.index(k)))
 
     def longest(self, kind: str) -> Stretch | None:
         runs = [r for r in self.runs if r.kind == kind]

@@ -118,8 +118,8 @@ def parse_probe(data: bytes) -> dict[str, Any]:
         raise ProbeFileError("not a probe file (truncated or corrupt)") from None
     if not isinstance(doc, dict):
         raise ProbeFileError("not a probe file (not a JSON object)")
-    layout = doc.get("layout")
-    if _int(layout) is None:
+    layout = _int(doc.get("layout"))
+    if layout is None:
         raise ProbeFileError("not a probe file (no layout version)")
     if layout > LAYOUT_VERSION:
         raise ProbeFileError(
@@ -128,7 +128,8 @@ def parse_probe(data: bytes) -> dict[str, Any]:
         )
     if layout < 1:
         raise ProbeFileError(f"unknown layout {layout}")
-    if _int(doc.get("pid")) is None or doc["pid"] <= 0:
+    pid = _int(doc.get("pid"))
+    if pid is None or pid <= 0:
         raise ProbeFileError("not a probe file (no PID)")
     if doc["pid"] > PID_LIMIT:
         raise ProbeFileError(f"not a probe file (PID {str(doc['pid'])[:24]} cannot be)")
@@ -153,7 +154,7 @@ _ENTRY_INDEX = re.compile(r"-?[0-9]{1,9}")
 
 
 def _physical_index(
-    index: int, vendor: str, env: Mapping[str, str], cards: Sequence[CardReading]
+    index: int, vendor: str, env: Mapping[str, object], cards: Sequence[CardReading]
 ) -> tuple[int | None, bool]:
     """The tool's index of the card the trainer calls ``index``; (None, _) if out of range.
 
@@ -162,7 +163,7 @@ def _physical_index(
     """
     exact = True
     for names in VISIBLE_CHAIN.get(vendor, ()):
-        value = next((env[n] for n in names if isinstance(env.get(n), str)), None)
+        value = next((v for n in names if isinstance(v := env.get(n), str)), None)
         if value is None:
             continue
         entries = _visible_entries(value)
@@ -189,7 +190,8 @@ def tie_card(
     guess by local rank (or the only card); (None, None) when nothing fits."""
     device_type = doc.get("device_type")
     index = _int(doc.get("device_index"))
-    env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
+    raw_env = doc.get("env")
+    env: Mapping[str, object] = raw_env if isinstance(raw_env, dict) else {}
     if isinstance(device_type, str) and index is not None and index >= 0:
         vendors = DEVICE_VENDORS.get((device_type, bool(doc.get("hip"))), ())
         for vendor in vendors:

@@ -3,10 +3,10 @@ psutil's reader for systems without Linux's ``/proc`` (`procfs.ProcfsReader` is 
 
 `processes.ProcessMonitor` decides who is a trainer and what their CPU % is; the readers only
 read. Both answer the same calls (`stat`, `scan`, `threads_named`, `run_delay_s`,
-`thread_cpu_s`, `cmdline`, `host_cpu`) with the same `ProcStat` and the same three failures
-(`Gone`, `Denied`, `Failed`), so the monitor never knows which one it has. psutil's
-``oneshot()`` + ``cpu_percent()`` + ``status()`` costs ~34 µs per process, ten times a procfs
-re-read (benchmarks/bench_processes.py).
+`sched_counts`, `io_counters`, `environ`, `thread_cpu_s`, `cmdline`, `host_cpu`) with the
+same `ProcStat` and the same three failures (`Gone`, `Denied`, `Failed`), so the monitor never
+knows which one it has. psutil's ``oneshot()`` + ``cpu_percent()`` + ``status()`` costs ~34 µs
+per process, ten times a procfs re-read (benchmarks/bench_processes.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ __all__ = [
     "Denied",
     "Failed",
     "Gone",
+    "ProcIO",
     "ProcStat",
     "PsutilReader",
     "hidepid_from_mounts",
@@ -39,6 +40,16 @@ class ProcStat(NamedTuple):
     #: compared for equality, to tell a reused PID from the process we watched.
     start: float
     num_threads: int | None
+
+
+class ProcIO(NamedTuple):
+    """A process's cumulative I/O counters (``/proc/<pid>/io``): bytes through read and write
+    system calls (files, sockets and pipes alike, page cache or not) and how many calls."""
+
+    rchar: int
+    wchar: int
+    syscr: int
+    syscw: int
 
 
 class Gone(Exception):
@@ -163,6 +174,35 @@ class PsutilReader:
 
     def run_delay_s(self, pid: int, handle: object = None) -> float | None:
         return None  # no portable run-delay figure (Linux reads /proc/<pid>/schedstat)
+
+    def sched_counts(self, pid: int, handle: object = None) -> tuple[float | None, int | None]:
+        """(run delay s, context switches): no run delay here; psutil's switch counts."""
+        proc = handle if isinstance(handle, psutil.Process) else None
+        try:
+            switches = (proc or psutil.Process(pid)).num_ctx_switches()
+        except (psutil.Error, AttributeError, NotImplementedError):
+            return None, None
+        return None, switches.voluntary + switches.involuntary
+
+    def io_counters(self, pid: int, handle: object = None) -> ProcIO | None:
+        """Linux's ``read_chars``/``write_chars`` through psutil; None elsewhere (other
+        systems count storage bytes only, which misses sockets)."""
+        proc = handle if isinstance(handle, psutil.Process) else None
+        try:
+            io = (proc or psutil.Process(pid)).io_counters()
+        except (psutil.Error, AttributeError, NotImplementedError):
+            return None
+        rchar, wchar = getattr(io, "read_chars", None), getattr(io, "write_chars", None)
+        if rchar is None or wchar is None:
+            return None
+        return ProcIO(rchar, wchar, io.read_count, io.write_count)
+
+    def environ(self, pid: int) -> dict[str, str]:
+        """The environment the process started with; empty where it may not be read."""
+        try:
+            return dict(psutil.Process(pid).environ())
+        except (psutil.Error, OSError):
+            return {}
 
     def thread_cpu_s(self, pid: int, tid: int) -> float:
         raise Failed("thread CPU not available")

@@ -53,10 +53,12 @@ import psutil
 
 from gpusat_tui.host.job_reader import read_job_context
 from gpusat_tui.host.jobs import merge_jobs
+from gpusat_tui.host.launch_env import world_of
 from gpusat_tui.host.proc_readers import (
     Denied,
     Failed,
     Gone,
+    ProcIO,
     ProcStat,
     PsutilReader,
     hidepid_from_mounts,
@@ -127,6 +129,11 @@ class _Watched:
     last_delay_s: float | None = None
     #: Trainer only: its scheduler context, read once when it is first seen.
     job: JobContext | None = None
+    #: The progress counters at the last tick (None: not read yet, or unreadable).
+    last_io: ProcIO | None = None
+    last_switches: int | None = None
+    #: Trainer only: (world size, rank) from its environment, read once when first watched.
+    world: tuple[int | None, int | None] = (None, None)
 
 
 def _pct(
@@ -139,6 +146,28 @@ def _pct(
     if delta < 0:  # counters never go back: not the same process/thread
         return None
     return 100.0 * delta / (t_now - t_then)
+
+
+def _progress(
+    w: _Watched, io: ProcIO | None, switches: int | None, now: float
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """(rchar/s, wchar/s, syscalls/s, context switches/s) since the last tick (None where
+    there is no earlier reading, or a counter went back: not the same process). Inline
+    arithmetic: it runs for every watched process at every tick."""
+    then = w.last_t
+    if then is None or now <= then:
+        return None, None, None, None
+    span = now - then
+    rchar = wchar = calls = wakes = None
+    last = w.last_io
+    if io is not None and last is not None:
+        d_r, d_w = io.rchar - last.rchar, io.wchar - last.wchar
+        d_c = io.syscr + io.syscw - last.syscr - last.syscw
+        if d_r >= 0 and d_w >= 0 and d_c >= 0:
+            rchar, wchar, calls = d_r / span, d_w / span, d_c / span
+    if switches is not None and w.last_switches is not None and switches >= w.last_switches:
+        wakes = (switches - w.last_switches) / span
+    return rchar, wchar, calls, wakes
 
 
 class ProcessMonitor:
@@ -305,20 +334,25 @@ class ProcessMonitor:
                 self._drop(pid, report, "exited (its PID now belongs to another process)")
                 continue
             delay: float | None = None
+            progress: tuple[float | None, ...] = (None, None, None, None)
             if st.state == psutil.STATUS_ZOMBIE:
                 cpu = None
                 w.last_cpu_s = w.last_delay_s = None
+                w.last_io, w.last_switches = None, None
                 self._note(report, f"zombie:{pid}:{w.start}",
                            f"PID {pid} ({'trainer' if w.role == 'trainer' else 'worker'}) is a "
                            "zombie: it has exited and its parent has not reaped it; no CPU "
                            "figure.")
             else:
-                delay_s = self._reader.run_delay_s(pid, w.handle)
+                delay_s, switches = self._reader.sched_counts(pid, w.handle)
+                io = self._reader.io_counters(pid, w.handle)
                 cpu = _pct(st.cpu_s, w.last_cpu_s, now, w.last_t)
                 if delay_s is not None:
                     delay = _pct(delay_s, w.last_delay_s, now, w.last_t)
                     delay = None if delay is None else min(delay, 100.0)
+                progress = _progress(w, io, switches, now)
                 w.last_cpu_s, w.last_t, w.last_delay_s = st.cpu_s, now, delay_s
+                w.last_io, w.last_switches = io, switches
             samples.append(
                 ProcessSample(
                     pid=pid,
@@ -331,6 +365,12 @@ class ProcessMonitor:
                     pin_cpu_pct=self._pin_pct(w, now) if w.role == "trainer" else None,
                     num_threads=st.num_threads,
                     run_delay_pct=delay,
+                    rchar_per_s=progress[0],
+                    wchar_per_s=progress[1],
+                    syscalls_per_s=progress[2],
+                    ctx_switches_per_s=progress[3],
+                    world_size=w.world[0],
+                    rank=w.world[1],
                 )
             )
         return samples
@@ -418,10 +458,15 @@ class ProcessMonitor:
         for pid, card_ids in trainers.items():
             # A trainer we may not read keeps an unknown identity (-1) and shows as denied.
             start = table[pid].start if pid in table else -1.0
+            known = self._watched.get(pid)
+            was_trainer = known is not None and known.role == "trainer"
             w = self._keep(pid, start, "trainer", None, card_ids)
             w.pin_tids = self._pin_threads(w) if pid in table else []
             if w.job is None:
                 w.job = self._read_job(pid)
+            if (known is not w or not was_trainer) and pid in table:
+                # Once per trainer: a launcher sets these before the process starts.
+                w.world = world_of(self._reader.environ(pid))
             fresh[pid] = w
         for pid, trainer in sorted(workers.items()):
             if trainer in trainers:

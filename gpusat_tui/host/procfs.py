@@ -1,7 +1,8 @@
 """Reading processes on Linux: ``/proc`` directly, one small file per process per tick.
 
 A tick re-reads one ``/proc/<pid>/stat`` per watched process through a descriptor kept open
-between ticks (~3 µs, against ~34 µs for psutil's reads; benchmarks/bench_processes.py), one
+between ticks (~3 µs, against ~34 µs for psutil's reads; benchmarks/bench_processes.py), its
+``schedstat`` and ``io`` (the progress counters) the same way, one
 ``/proc/<pid>/task/<tid>/stat`` per pin-memory thread and ``/proc/stat`` for the host. Answers
 the calls of `proc_readers.PsutilReader` with the same `ProcStat` and failures.
 """
@@ -16,9 +17,25 @@ from collections.abc import Iterator
 import psutil
 
 from gpusat_tui.errors import ParseError
-from gpusat_tui.host.proc_readers import Denied, Failed, Gone, ProcStat, PsutilReader, host_totals
+from gpusat_tui.host.launch_env import MAX_ENVIRON_BYTES, parse_environ
+from gpusat_tui.host.proc_readers import (
+    Denied,
+    Failed,
+    Gone,
+    ProcIO,
+    ProcStat,
+    PsutilReader,
+    host_totals,
+)
 
-__all__ = ["PROC_ROOT", "ProcfsReader", "parse_proc_stat", "parse_schedstat"]
+__all__ = [
+    "PROC_ROOT",
+    "ProcfsReader",
+    "parse_proc_io",
+    "parse_proc_stat",
+    "parse_schedstat",
+    "parse_schedstat_counts",
+]
 
 PROC_ROOT = "/proc"
 
@@ -75,14 +92,54 @@ def parse_proc_stat(data: bytes, clock_ticks: int = 100) -> ProcStat:
 def parse_schedstat(data: bytes) -> float | None:
     """Run delay in seconds from a ``/proc/<pid>/schedstat`` line (``exec_ns delay_ns
     timeslices``); None on anything else."""
+    return parse_schedstat_counts(data)[0]
+
+
+def parse_schedstat_counts(data: bytes) -> tuple[float | None, int | None]:
+    """(run delay in seconds, timeslices) from a ``/proc/<pid>/schedstat`` line; the
+    timeslices count every time the thread was put on a CPU: its context switches. None for
+    each one that is not a number."""
     fields = data.split()
     if len(fields) != 3:
-        return None
+        return None, None
     try:
         delay_ns = int(fields[1])
     except ValueError:
+        delay_ns = -1
+    try:
+        slices = int(fields[2])
+    except ValueError:
+        slices = -1
+    return (delay_ns / 1e9 if delay_ns >= 0 else None), (slices if slices >= 0 else None)
+
+
+def parse_proc_io(data: bytes) -> ProcIO | None:
+    """``rchar``/``wchar``/``syscr``/``syscw`` from a ``/proc/<pid>/io`` text; None when any is
+    missing or not a number (a kernel without task I/O accounting has no such file).
+
+    The kernel writes the four first, in this order: split once and check the names (a
+    third of the line-by-line parse, read for every watched process at every tick); any
+    other layout is parsed line by line."""
+    fields = data.split(None, 8)
+    if len(fields) >= 8 and (fields[0], fields[2], fields[4], fields[6]) == (
+        b"rchar:", b"wchar:", b"syscr:", b"syscw:"
+    ):
+        try:
+            io = ProcIO(int(fields[1]), int(fields[3]), int(fields[5]), int(fields[7]))
+        except ValueError:
+            return None
+        return io if io.rchar >= 0 and io.wchar >= 0 and io.syscr >= 0 and io.syscw >= 0 else None
+    found: dict[bytes, int] = {}
+    for line in data.splitlines():
+        name, sep, value = line.partition(b":")
+        if sep and name in (b"rchar", b"wchar", b"syscr", b"syscw"):
+            try:
+                found[name] = int(value)
+            except ValueError:
+                return None
+    if len(found) != 4 or min(found.values()) < 0:
         return None
-    return delay_ns / 1e9 if delay_ns >= 0 else None
+    return ProcIO(found[b"rchar"], found[b"wchar"], found[b"syscr"], found[b"syscw"])
 
 
 #: The fields of the /proc/stat cpu line, in order (psutil's ``scputimes`` on Linux).
@@ -108,16 +165,24 @@ class _StatFile:
     new process can never be mistaken for the old one through it.
     """
 
-    __slots__ = ("fd", "sched_fd")
+    __slots__ = ("fd", "io_fd", "sched_fd")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         #: ``/proc/<pid>/schedstat``, opened on the first read of the run delay (-1: not).
         self.sched_fd = -1
+        #: ``/proc/<pid>/io``, opened on the first read of the I/O counters (-1: not).
+        self.io_fd = -1
 
     def close(self) -> None:
         self.fd = _close(self.fd)
         self.sched_fd = _close(self.sched_fd)
+        self.io_fd = _close(self.io_fd)
+
+    @property
+    def count(self) -> int:
+        """Descriptors held open."""
+        return (self.fd >= 0) + (self.sched_fd >= 0) + (self.io_fd >= 0)
 
     def __del__(self) -> None:
         self.close()
@@ -262,37 +327,69 @@ class ProcfsReader:
         self._threads.pop(pid, None)
 
     def release(self, handle: object) -> None:
-        if isinstance(handle, _StatFile) and (handle.fd >= 0 or handle.sched_fd >= 0):
-            self.kept -= (handle.fd >= 0) + (handle.sched_fd >= 0)
+        if isinstance(handle, _StatFile) and handle.count:
+            self.kept -= handle.count
             handle.close()
+
+    def _kept_read(self, pid: int, handle: object, slot: str, name: str, size: int) -> bytes | None:
+        """``/proc/<pid>/<name>`` through the descriptor kept in ``handle.<slot>`` (opened on
+        the first read, within the cap), else opened for this read; None when unreadable."""
+        if isinstance(handle, _StatFile):
+            fd = getattr(handle, slot)
+            if fd < 0 and handle.fd >= 0 and self.kept < self.max_kept:
+                try:
+                    fd = os.open(f"{self.root}/{pid}/{name}", os.O_RDONLY)
+                    self.kept += 1
+                except OSError:
+                    fd = -1
+                setattr(handle, slot, fd)
+            if fd >= 0:
+                try:
+                    return os.pread(fd, size, 0)
+                except OSError:
+                    return None
+        try:
+            return self._read(f"{self.root}/{pid}/{name}")
+        except (Gone, Denied, Failed):
+            return None
 
     def run_delay_s(self, pid: int, handle: object = None) -> float | None:
         """Seconds the process's main thread has spent runnable but waiting for a CPU
         (``/proc/<pid>/schedstat``, second field, in ns); None where the kernel has no
-        schedstat (CONFIG_SCHED_INFO off) or the line is not three numbers.
+        schedstat (CONFIG_SCHED_INFO off) or the line is not three numbers."""
+        return self.sched_counts(pid, handle)[0]
 
-        The main thread's figure: a worker is one thread that matters, and so is the
+    def sched_counts(self, pid: int, handle: object = None) -> tuple[float | None, int | None]:
+        """(run delay s, context switches) of the process's main thread, one read of
+        ``/proc/<pid>/schedstat`` (see `parse_schedstat_counts`).
+
+        The main thread's figures: a worker is one thread that matters, and so is the
         trainer's Python loop; summing every thread would need a read per thread.
         """
-        data: bytes | None = None
-        if isinstance(handle, _StatFile):
-            if handle.sched_fd < 0 and handle.fd >= 0 and self.kept < self.max_kept:
-                try:
-                    handle.sched_fd = os.open(f"{self.root}/{pid}/schedstat", os.O_RDONLY)
-                    self.kept += 1
-                except OSError:
-                    handle.sched_fd = -1
-            if handle.sched_fd >= 0:
-                try:
-                    data = os.pread(handle.sched_fd, 128, 0)
-                except OSError:
-                    return None
-        if data is None:
+        data = self._kept_read(pid, handle, "sched_fd", "schedstat", 128)
+        return (None, None) if data is None else parse_schedstat_counts(data)
+
+    def io_counters(self, pid: int, handle: object = None) -> ProcIO | None:
+        """The process's I/O counters (``/proc/<pid>/io``, every thread's summed by the
+        kernel); None where unreadable (another user's process, no task I/O accounting)."""
+        data = self._kept_read(pid, handle, "io_fd", "io", 512)
+        return None if data is None else parse_proc_io(data)
+
+    def environ(self, pid: int) -> dict[str, str]:
+        """The environment the process started with (``/proc/<pid>/environ``); empty where
+        it may not be read."""
+        path = f"{self.root}/{pid}/environ"
+        try:
+            with _proc_errors():
+                fd = os.open(path, os.O_RDONLY)
             try:
-                data = self._read(f"{self.root}/{pid}/schedstat")
-            except (Gone, Denied, Failed):
-                return None
-        return parse_schedstat(data)
+                with _proc_errors():
+                    data = os.read(fd, MAX_ENVIRON_BYTES)
+            finally:
+                os.close(fd)
+        except (Gone, Denied, Failed):
+            return {}
+        return parse_environ(data)
 
     def threads_named(self, pid: int, name: str) -> list[int]:
         """Thread ids of ``pid`` whose thread name (``comm``) is ``name``.

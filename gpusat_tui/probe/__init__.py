@@ -20,20 +20,22 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a status bar call 
 if TYPE_CHECKING:
     from typing import Any
 
-    from .core import disable, is_enabled, snapshot
+    from .core import is_enabled
+    from .publish import snapshot
+    from .state import disable
 
 __all__ = ["LAYOUT_VERSION", "default_dirs", "disable", "enable", "is_enabled", "snapshot"]
 
 #: Loaded on first use (PEP 562): a monitor that only reads `layout` (``gpusat-tui status``,
 #: run by a status bar every few seconds) does not pay for the hooks' imports.
-_FROM_CORE = frozenset({"disable", "install", "is_enabled", "snapshot"})
+_LAZY = {"disable": "state", "install": "core", "is_enabled": "core", "snapshot": "publish"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_CORE:
-        from . import core
+    if name in _LAZY:
+        from importlib import import_module
 
-        return getattr(core, name)
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -42,7 +44,8 @@ def enable() -> bool:
 
     Never raises: a probe that cannot install itself says so in one stderr line.
     """
-    from .core import disable, install
+    from .core import install
+    from .state import disable
 
     try:
         return install()

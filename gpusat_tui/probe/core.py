@@ -20,11 +20,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .publish import _torch, snapshot
-from .state import _STATE, ENV_ENABLE, _fail, _say, disable
+from .publish import _torch
+from .state import _STATE, ENV_ENABLE, _fail, _say
 from .timing import _on_step, wrap_next
 
-__all__ = ["ENV_ENABLE", "disable", "install", "is_enabled", "snapshot"]
+__all__ = ["install", "is_enabled"]
 
 _TARGET_LOADER = "torch.utils.data.dataloader"
 _TARGET_OPTIM = "torch.optim.optimizer"
@@ -42,7 +42,7 @@ def _after_fork_in_child() -> None:
     """
     st = _STATE
     on, said = st.on, st.said
-    st.__init__()  # type: ignore[misc]
+    type(st).__init__(st)
     st.on, st.said = on, said
 
 
@@ -65,7 +65,7 @@ def _patch_optim(module: ModuleType) -> None:
     if register is None or getattr(module, "_gpusat_probe_hooked", False):
         return  # older torch: no global step hook, so no step figures
     register(lambda opt, args, kwargs: _on_step(opt, args, kwargs))
-    module._gpusat_probe_hooked = True  # type: ignore[attr-defined]
+    module._gpusat_probe_hooked = True  # type: ignore[attr-defined]  # our mark: hook once
 
 
 def _patch_paddle_loader(module: ModuleType) -> None:
@@ -99,7 +99,7 @@ def _run_patch(name: str, module: ModuleType) -> None:
 class _Loader(importlib.abc.Loader):
     """Runs the real loader, then our patch on the fresh module."""
 
-    def __init__(self, name: str, real: Any) -> None:
+    def __init__(self, name: str, real: importlib.abc.Loader) -> None:
         self._name = name
         self._real = real
 

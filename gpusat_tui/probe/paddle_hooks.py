@@ -32,12 +32,14 @@ def patch_loader(module: ModuleType) -> None:
     found = False
     for name in LOADER_CLASSES:
         cls = getattr(module, name, None)
-        current = cls.__dict__.get("__next__") if cls is not None else None
+        if cls is None:
+            continue
+        current = cls.__dict__.get("__next__")
         if current is None:
             continue
         found = True
         if not getattr(current, "_gpusat_probe", False):
-            cls.__next__ = wrap_next(current, FRAMEWORK)  # type: ignore[union-attr]
+            cls.__next__ = wrap_next(current, FRAMEWORK)
     if not found:
         _say("this paddle has no DataLoader iterator to time")
 
@@ -58,8 +60,8 @@ def _wrap_step(orig: Callable[..., Any]) -> Callable[..., Any]:
             if _Depth.level == 0:
                 count_step(self, FRAMEWORK)
 
-    step._gpusat_probe = True  # type: ignore[attr-defined]
-    step.__wrapped__ = orig  # type: ignore[attr-defined]
+    step._gpusat_probe = True  # type: ignore[attr-defined]  # our mark: never wrap twice
+    step.__wrapped__ = orig  # type: ignore[attr-defined]  # as functools.wraps sets it
     step.__name__ = getattr(orig, "__name__", "step")
     step.__qualname__ = getattr(orig, "__qualname__", "step")
     step.__doc__ = getattr(orig, "__doc__", None)
@@ -69,7 +71,8 @@ def _wrap_step(orig: Callable[..., Any]) -> Callable[..., Any]:
 def _subclasses(cls: type) -> list[type]:
     seen: list[type] = [cls]
     for klass in seen:
-        for sub in klass.__subclasses__():
+        subs: list[type] = klass.__subclasses__()
+        for sub in subs:
             if sub not in seen:
                 seen.append(sub)
     return seen

@@ -37,8 +37,8 @@ def wrap_next(orig: Callable[[Any], Any], framework: str = "torch") -> Callable[
             _batch_slow(self, data, n, framework)
         return data
 
-    __next__._gpusat_probe = True  # type: ignore[attr-defined]
-    __next__.__wrapped__ = orig  # type: ignore[attr-defined]
+    __next__._gpusat_probe = True  # type: ignore[attr-defined]  # our mark: never wrap twice
+    __next__.__wrapped__ = orig  # type: ignore[attr-defined]  # as functools.wraps sets it
     __next__.__qualname__ = getattr(orig, "__qualname__", "__next__")
     __next__.__doc__ = getattr(orig, "__doc__", None)
     return __next__

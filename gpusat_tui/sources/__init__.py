@@ -6,7 +6,7 @@ feeds them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol, runtime_checkable
 
 from gpusat_tui.model import Frame
@@ -16,9 +16,12 @@ from gpusat_tui.model import Frame
 class FrameSource(Protocol):
     """An async stream of Frames. ``label`` says what it is, for the status line."""
 
-    label: str
+    @property
+    def label(self) -> str:
+        """What the source is, for the status line (read-only: a source names itself)."""
+        ...
 
-    def frames(self) -> AsyncIterator[Frame]:
+    def frames(self) -> AsyncGenerator[Frame, None]:
         """Yield Frames until the source ends (replay) or is closed (live)."""
         ...
 

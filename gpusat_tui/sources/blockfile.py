@@ -34,7 +34,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, Protocol
 
 from gpusat_tui.sources.compressed_frames import walk_frames
 
@@ -198,11 +198,29 @@ class BlockWriter:
         return tail + record
 
 
+class _CompressObj(Protocol):
+    """What zstandard's and zlib's streaming compressors both offer."""
+
+    def compress(self, data: bytes, /) -> bytes: ...
+
+    def flush(self, mode: int, /) -> bytes: ...
+
+
+class _DecompressObj(Protocol):
+    """What zstandard's and zlib's streaming decompressors both offer."""
+
+    def decompress(self, data: bytes, /) -> bytes: ...
+
+    @property
+    def eof(self) -> bool: ...
+
+
 class _Encoder:
     """One block's compressor: zstd frame or gzip member."""
 
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
+        self._obj: _CompressObj
         if fmt == "zstd":
             import zstandard
 
@@ -249,7 +267,7 @@ def _decode(fmt: str, data: bytes) -> tuple[bytes, bool]:
     if fmt == "zstd":
         import zstandard
 
-        obj = zstandard.ZstdDecompressor().decompressobj()
+        obj: _DecompressObj = zstandard.ZstdDecompressor().decompressobj()
         error: type[Exception] = zstandard.ZstdError
     else:
         obj = zlib.decompressobj(31)
@@ -437,7 +455,7 @@ class IndexedRaw(LogicalRaw):
         self._cache = (i, text)
         return text
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # BufferedReader only passes memoryviews
         if self._pos >= self._size or not self._blocks:
             return 0
         i = bisect.bisect_right(self._starts, self._pos) - 1

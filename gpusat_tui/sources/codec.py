@@ -25,29 +25,20 @@ from typing import IO
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.sources.blockfile import (
-    BLOCK_BYTES,
-    BlockWriter,
-    Format,
     IndexedRaw,
     LogicalRaw,
-    format_for_name,
     part_path,
     sniff,
 )
 
 __all__ = [
-    "BLOCK_BYTES",
-    "BlockWriter",
-    "Format",
     "LogicalFile",
-    "format_for_name",
     "open_logical",
     "open_regular",
     "open_stream",
-    "part_path",
+    "parts_stream",
     "refresh_stream",
     "session_paths",
-    "sniff",
     "stream_size",
 ]
 
@@ -87,8 +78,8 @@ class LogicalFile:
         first = self.paths[0].name
         return first if len(self.paths) == 1 else f"{first} (+{len(self.paths) - 1} parts)"
 
-    def open(self) -> _Stream:
-        return _Stream(self.paths)
+    def open(self) -> PartsStream:
+        return PartsStream(self.paths)
 
 
 _KINDS = (
@@ -145,7 +136,7 @@ def _open_raw(path: Path) -> IndexedRaw | _PlainRaw:
         fh.close()
 
 
-class _Stream(LogicalRaw):
+class PartsStream(LogicalRaw):
     """The parts' logical streams back to back (later parts without their header line)."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
@@ -218,7 +209,7 @@ class _Stream(LogicalRaw):
             1 for raw in self._raws if getattr(raw, "cut_bytes", 0)
         )
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # BufferedReader only passes memoryviews
         if self._pos >= self._size:
             return 0
         i = bisect.bisect_right(self._starts, self._pos) - 1
@@ -227,7 +218,7 @@ class _Stream(LogicalRaw):
         raw = self._raws[i]
         raw.seek(self._skips[i] + self._pos - self._starts[i])
         end = self._starts[i + 1] if i + 1 < len(self._starts) else self._size
-        n = raw.readinto(buffer[: min(len(buffer), end - self._pos)])  # type: ignore[arg-type]
+        n = raw.readinto(buffer[: min(len(buffer), end - self._pos)])
         n = n or 0
         self._pos += n
         return n
@@ -263,6 +254,12 @@ def _size(n: int) -> str:
     if n >= 1 << 20:
         return f"{n / (1 << 20):.1f} MiB"
     return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes"
+
+
+def parts_stream(fh: IO[bytes]) -> PartsStream | None:
+    """The parts of a session under a reader from `open_stream`; None for any other file."""
+    raw = getattr(fh, "raw", None)
+    return raw if isinstance(raw, PartsStream) else None
 
 
 def stream_size(fh: IO[bytes]) -> int:
@@ -347,4 +344,4 @@ def open_logical(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 def open_stream(logical: LogicalFile, buffer_size: int = 64 * 1024) -> IO[bytes]:
     """A buffered, seekable reader of the logical text (what `FrameReader` reads)."""
-    return io.BufferedReader(logical.open(), buffer_size)  # type: ignore[return-value]
+    return io.BufferedReader(logical.open(), buffer_size)

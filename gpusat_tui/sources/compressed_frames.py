@@ -54,6 +54,8 @@ def _skippable_len(data: bytes, at: int) -> int:
     """Length of a zstd skippable frame starting at ``at`` (0 if there is none)."""
     if len(data) - at < _SKIP_HEAD.size:
         return 0
+    magic: int
+    size: int
     magic, size = _SKIP_HEAD.unpack_from(data, at)
     if magic & 0xFFFFFFF0 != 0x184D2A50:
         return 0

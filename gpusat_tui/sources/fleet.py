@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -208,7 +208,7 @@ class FleetSource:
         self._seq += 1
         return frame
 
-    async def frames(self) -> AsyncIterator[Frame]:
+    async def frames(self) -> AsyncGenerator[Frame, None]:
         """The start-up history first (as fast as it comes), then one poll per interval."""
         if self.history:
             try:

@@ -18,7 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusat_tui.model import VENDORS, VERDICT_KINDS, CardReading, Frame, JobContext, host_in_id
+from gpusat_tui.model import (
+    CardReading,
+    Frame,
+    JobContext,
+    Vendor,
+    VerdictKind,
+    host_in_id,
+    is_vendor,
+    is_verdict_kind,
+)
 from gpusat_tui.sources.prometheus_api import selector
 from gpusat_tui.text import clean
 
@@ -65,7 +74,7 @@ HISTORY_FIGURES = (
 class RemoteVerdict:
     """A verdict as an exporter published it: kind and cause only (the figures stay there)."""
 
-    kind: str
+    kind: VerdictKind
     cause: str | None = None
 
 
@@ -108,9 +117,11 @@ def clean_label(value: object) -> str:
 
 
 def _number(text: object) -> float | None:
+    if not isinstance(text, (str, int, float)):  # JSON: a list, an object, null
+        return None
     try:
-        value = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        value = float(text)
+    except ValueError:
         return None
     return value if value == value and abs(value) != float("inf") else None
 
@@ -121,7 +132,7 @@ def host_of(labels: Mapping[str, str]) -> str:
 
 
 #: (host, vendor, index, instance): the instance is "" for a whole card, so keys sort.
-CardKey = tuple[str, str, int, str]
+CardKey = tuple[str, Vendor, int, str]
 
 #: What a part of a card (a MIG instance) may be called in a card id (`CardReading.instance`).
 _INSTANCE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
@@ -135,9 +146,9 @@ def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | No
     if host_in_id(host) != host:
         notes.setdefault(
             f"host label {host!r} holds '/' or '%': its card ids quote them "
-            f"({host_in_id(host)}/{vendor if vendor in VENDORS else 'vendor'}:index)", None,
+            f"({host_in_id(host)}/{vendor if is_vendor(vendor) else 'vendor'}:index)", None,
         )
-    if vendor not in VENDORS:
+    if not is_vendor(vendor):
         notes.setdefault(f"{host}: unknown vendor {clean_label(vendor)!r} skipped", None)
         return None
     try:
@@ -205,7 +216,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         name = labels.get("__name__")
         if name == "gpusat_job_verdict":
             kind = labels.get("kind")
-            if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
+            if is_verdict_kind(kind) and _number(value[1]) == 1.0:
                 jobs.setdefault(host_of(labels), RemoteVerdict(kind, _cause(labels)))
             continue
         if name == "gpusat_exporter_last_poll_timestamp_seconds":
@@ -230,7 +241,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
             continue
         if name == "gpusat_card_verdict":
             kind = labels.get("kind")
-            if kind in VERDICT_KINDS and _number(value[1]) == 1.0:
+            if is_verdict_kind(kind) and _number(value[1]) == 1.0:
                 verdicts.setdefault(_key_id(key), RemoteVerdict(kind, _cause(labels)))
             continue
         target = FIGURES.get(str(name))
@@ -256,8 +267,10 @@ def _job_context(labels: Mapping[str, str]) -> JobContext | None:
     if not labels.get("job_key"):
         return None
     values = {f: clean_label(labels[f]) for f in _JOB_FIELDS if labels.get(f)}
-    return JobContext(scheduler=clean_label(labels.get("scheduler") or "plain") or "plain",
-                      host=host_of(labels), source="exporter", **values)
+    return JobContext.model_validate({
+        "scheduler": clean_label(labels.get("scheduler") or "plain") or "plain",
+        "host": host_of(labels), "source": "exporter", **values,
+    })
 
 
 def _fleet_jobs(
@@ -295,7 +308,7 @@ def _reading(key: CardKey, entry: dict[str, Any]) -> CardReading:
     values = dict(entry)
     if not values.get("stale_s"):
         values["stale_s"] = None  # 0 = fresh on the exporter
-    return CardReading(vendor=vendor, index=index, instance=instance or None,  # type: ignore[arg-type]
+    return CardReading(vendor=vendor, index=index, instance=instance or None,
                        host=host, tool="prometheus", **values)
 
 
@@ -335,6 +348,6 @@ def history_frames(data: Mapping[str, Any]) -> list[Frame]:
             )
     frames = []
     for seq, t in enumerate(sorted(points)):
-        cards = [_reading(key, entry) for key, entry in sorted(points[t].items())]
-        frames.append(Frame(t=t, seq=seq, cards=cards))
+        readings = [_reading(key, entry) for key, entry in sorted(points[t].items())]
+        frames.append(Frame(t=t, seq=seq, cards=readings))
     return frames

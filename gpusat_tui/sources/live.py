@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import resource
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
@@ -51,7 +51,6 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
-from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, RunResult, kill_running_tools, run_tool
 from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
 from gpusat_tui.sources.tool_queries import (
     RAW_KEEP_CHARS,
@@ -64,14 +63,9 @@ from gpusat_tui.sources.tool_queries import (
 )
 
 __all__ = [
-    "MAX_OUTPUT_BYTES",
-    "RAW_KEEP_CHARS",
     "LiveSource",
     "ProcessMonitorLike",
-    "RunResult",
     "SourceClosed",
-    "kill_running_tools",
-    "run_tool",
 ]
 
 #: Where the in-process NVML reader is "found".
@@ -312,7 +306,7 @@ class LiveSource:
             self._seq += 1
             return frame
 
-    async def frames(self) -> AsyncIterator[Frame]:
+    async def frames(self) -> AsyncGenerator[Frame, None]:
         """First poll at once, then one every ``interval`` on a fixed schedule.
 
         A poll that overruns its slot is followed right away by the next one, with no backlog
@@ -390,7 +384,9 @@ class LiveSource:
         thread.
         """
         cheap = getattr(monitor, "sample_if_cheap", None)
-        report = cheap(card_processes) if cheap is not None else None
+        report: ProcessReportLike | None = (
+            cheap(card_processes) if cheap is not None else None
+        )
         if report is None:
             report = await asyncio.to_thread(monitor.sample, card_processes)
         return report

@@ -106,7 +106,7 @@ class RequestDeadline:
         reads from it)."""
         deadline = self
 
-        class Tracked(base):  # type: ignore[valid-type,misc]
+        class Tracked(base):  # type: ignore[valid-type,misc]  # a base chosen at run time (HTTP or HTTPS)
             def connect(self) -> None:
                 super().connect()
                 deadline.track(self.sock)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO
 
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
@@ -56,6 +56,7 @@ from gpusat_tui.sources.codec import (
     open_logical,
     open_regular,
     open_stream,
+    parts_stream,
     session_paths,
     stream_size,
 )
@@ -84,7 +85,7 @@ _TAIL_BYTES = 256 * 1024
 #: The most of a file's end read when looking for its last frame.
 _MAX_TAIL_BYTES = 64 * 1024 * 1024
 
-_NESTED: dict[str, type] = {
+_NESTED: dict[str, type[BaseModel]] = {
     "cards": CardReading,
     "card_processes": CardProcess,
     "processes": ProcessSample,
@@ -171,7 +172,7 @@ def _unknown_keys(obj: dict[str, object]) -> list[str]:
             if isinstance(item, dict):
                 suffix = "[]" if isinstance(value, list) else ""
                 unknown.extend(
-                    f"{key}{suffix}.{k}" for k in item if k not in model.model_fields  # type: ignore[attr-defined]
+                    f"{key}{suffix}.{k}" for k in item if k not in model.model_fields
                 )
     return unknown
 
@@ -470,8 +471,10 @@ def read_recording(
         header, unknown = parse_header(
             paths[0], *read_line(fh, MAX_HEADER_BYTES, skip_rest=False)
         )
+        parts = parts_stream(fh)
+        assert parts is not None, "open_stream reads through a PartsStream"
         for i, part in enumerate(paths[1:], start=1):
-            parse_header(part, fh.raw.part_header(i))  # type: ignore[attr-defined]
+            parse_header(part, parts.part_header(i))
     except BaseException:
         fh.close()
         raise

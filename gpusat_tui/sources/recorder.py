@@ -33,15 +33,15 @@ import os
 import socket
 import stat
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 
 from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
+from gpusat_tui.sources.blockfile import BlockWriter, format_for_name, part_path
 from gpusat_tui.sources.closing import ClosedOnExit
-from gpusat_tui.sources.codec import BlockWriter, format_for_name, part_path
 from gpusat_tui.sources.options import RECORD_MODES, RecordMode
 
 __all__ = ["Recorder", "RecordingSource", "make_header", "print_failure"]
@@ -445,7 +445,7 @@ class RecordingSource:
                 self.on_failure(self.failure)
             return frame.model_copy(update={"notes": [*frame.notes, self.failure]})
 
-    async def frames(self) -> AsyncIterator[Frame]:
+    async def frames(self) -> AsyncGenerator[Frame, None]:
         try:
             async for frame in self.inner.frames():
                 yield self._record(frame)

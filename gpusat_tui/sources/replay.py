@@ -19,38 +19,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.sources.codec import part_path, refresh_stream, stream_size
+from gpusat_tui.sources.blockfile import part_path
+from gpusat_tui.sources.codec import parts_stream, refresh_stream, stream_size
 from gpusat_tui.sources.poll_order import PollOrder
 from gpusat_tui.sources.reader import (
-    MAX_HEADER_BYTES,
-    MAX_LINE_BYTES,
-    FrameReader,
     RecordingPaths,
     last_frame,
-    open_recording_file,
-    parse_header,
     read_line,
     read_recording,
 )
 
 # The reading names stay importable from here (callers written before the split).
 __all__ = [
-    "MAX_HEADER_BYTES",
-    "MAX_LINE_BYTES",
     "SPEEDS",
-    "FrameReader",
     "ReplaySource",
-    "last_frame",
-    "open_recording_file",
-    "parse_header",
-    "read_line",
-    "read_recording",
 ]
 
 #: Speed steps for the ``+`` / ``-`` keys.
@@ -157,7 +146,8 @@ class ReplaySource:
         """The files of the session (more appear while following a rotating recorder)."""
         if self._reader.closed:
             return [self.path]
-        return list(getattr(self._reader.fh.raw, "paths", [self.path]))
+        stream = parts_stream(self._reader.fh)
+        return list(stream.paths) if stream is not None else [self.path]
 
     @property
     def skipped(self) -> int:
@@ -358,7 +348,7 @@ class ReplaySource:
         """Sleep ``seconds`` (None: until poked), but wake at once on any control change."""
         assert self._wake is not None
         waker = asyncio.ensure_future(self._wake.wait())
-        tasks: set[asyncio.Future[object]] = {waker}
+        tasks: set[asyncio.Future[Any]] = {waker}
         if seconds is not None:
             tasks.add(asyncio.ensure_future(self._sleep(seconds)))
         try:
@@ -398,7 +388,7 @@ class ReplaySource:
             return None
         return self._reader.read_frame()
 
-    async def frames(self) -> AsyncIterator[Frame]:
+    async def frames(self) -> AsyncGenerator[Frame, None]:
         """Yield frames at recorded pace / speed; controls act between and during waits."""
         self._wake = asyncio.Event()
         prev_t: float | None = None
@@ -444,15 +434,15 @@ class ReplaySource:
 
     def _next_part(self) -> bool:
         """Add the recorder's next rotated part once it exists; True if one was added."""
-        raw = self._reader.fh.raw  # type: ignore[attr-defined]
-        paths = getattr(raw, "paths", None)
-        if not paths:
+        stream = parts_stream(self._reader.fh)
+        paths = stream.paths if stream is not None else None
+        if stream is None or not paths:
             return False
         candidate = part_path(paths[0], len(paths))
         if not candidate.exists():
             return False
         try:
-            raw.add_part(candidate)
+            stream.add_part(candidate)
         except RecordingError:
             return False  # not readable yet (its header is being written): next time
         return True

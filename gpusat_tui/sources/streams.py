@@ -307,7 +307,11 @@ class ToolStream:
         procs._RUNNING.add(proc)
         self._proc = proc
         assert proc.stderr is not None
-        self._out_fd = master if master is not None else proc.stdout.fileno()  # type: ignore[union-attr]
+        if master is not None:
+            self._out_fd = master
+        else:
+            assert proc.stdout is not None  # a pipe when there is no pty
+            self._out_fd = proc.stdout.fileno()
         self._err_fd = proc.stderr.fileno()
         self._buf = bytearray()
         self._err = bytearray()

@@ -32,14 +32,20 @@ from textual.widgets import Footer, Static
 
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
+from gpusat_tui.text import clean
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
-from gpusat_tui.ui.text import clean
 from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
-from gpusat_tui.ui.widgets.overview import CardGrid, block_for, grid_layout, overview_fits
+from gpusat_tui.ui.widgets.overview import (
+    Block,
+    CardGrid,
+    block_for,
+    grid_layout,
+    overview_fits,
+)
 from gpusat_tui.ui.widgets.panel import CardDetail
 from gpusat_tui.ui.widgets.processes import ProcessPanel, probe_summary
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
@@ -53,7 +59,7 @@ CPU_FIRST_FIGURE_S = 2.0
 _SIGNAL_EXIT_GRACE_S = 3.0
 _REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
 
-#: The key of the job's verdict in a tracker's focus (analysis.verdict.JOB_KEY).
+#: The key of the job's verdict in a tracker's focus (analysis.job.JOB_KEY).
 JOB_KEY = "job"
 
 
@@ -70,8 +76,10 @@ class GpusatApp(App[int]):
 
     CSS_PATH = "gpusat.tcss"
     TITLE = "gpusat-tui"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (80, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [  # type: ignore[misc]  # Textual's "ClassVar | None" reads as an instance variable
+        (0, "-narrow"), (80, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [  # type: ignore[misc]  # Textual's "ClassVar | None" reads as an instance variable
         (0, "-short"), (20, "-tall"), (40, "-roomy"),
     ]
 
@@ -231,7 +239,7 @@ class GpusatApp(App[int]):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
     def _exit_on_signal(self, sig: int) -> None:
-        from gpusat_tui.sources.live import kill_running_tools
+        from gpusat_tui.sources.procs import kill_running_tools
 
         kill_running_tools()  # first, and synchronously: nothing below may be reached
         # Textual's shutdown writes to the terminal, which a closed pane no longer drains:
@@ -416,9 +424,9 @@ class GpusatApp(App[int]):
                 self.detail.show(None, None, None, self._interval(), probes,
                                  job=self.assessment.job)
             else:
-                energy = self.state.energy.card(self.selected) if self.selected else None
+                card_energy = self.state.energy.card(self.selected) if self.selected else None
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving, energy)
+                                 self._interval(), driving, card_energy)
         if self.processes_box.display:
             self.processes.show_processes(list(frame.processes), probes, self._fragmenting)
         self._update_status()
@@ -431,7 +439,7 @@ class GpusatApp(App[int]):
         verdict = self.assessment.cards.get(probe.card_id or "")
         return verdict is not None and verdict.kind == "fragmenting"
 
-    def _blocks(self, frame: Frame) -> tuple:
+    def _blocks(self, frame: Frame) -> tuple[Block, ...]:
         verdicts = self.assessment.cards
         mixed = len({card.vendor for card in frame.cards}) > 1
         return tuple(

@@ -46,7 +46,7 @@ class QuietLinuxDriver(LinuxDriver):
         # The pipe exists before Textual starts the input thread inside this call.
         self._close_wake_pipe()
         self._wake_read, self._wake_write = os.pipe()
-        super().start_application_mode()
+        super().start_application_mode()  # type: ignore[no-untyped-call]  # unannotated in Textual
 
     def disable_input(self) -> None:
         """Wake the sleeping input thread, then let Textual stop and join it."""

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from gpusat_tui.text import clean
 
-__all__ = ["clean", "fmt", "literal"]
+__all__ = ["fmt", "literal"]
 
 
 def literal(value: object, style: str = "", limit: int = 200) -> Text:

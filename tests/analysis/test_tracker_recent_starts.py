@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusat_tui.analysis.facts import frame_facts
 from gpusat_tui.analysis.tracker import _recent_starts
-from gpusat_tui.analysis.verdict import frame_facts
 from gpusat_tui.model import CardReading, Frame
 
 

@@ -7,13 +7,10 @@ import math
 
 import pytest
 
+from gpusat_tui.analysis.causes import STARVING_CAUSES
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import (
-    DEFAULT_THRESHOLDS,
-    STARVING_CAUSES,
-    Thresholds,
-    judge,
-)
+from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.analysis.window import (
     card_series,
     interval_s,
@@ -135,8 +132,11 @@ def test_scenario_through_tracker(name: str) -> None:
         assert settled == [(min_samples - 1, scenario.expected_kind)]
     else:
         assert scenario.before is not None
-        assert [kind for _, kind in settled] == [scenario.before.kind, scenario.expected_kind]
-        flip = settled[1][0]
+        # A state before the change that is itself unknown (paused: not yet a stall) shows
+        # from the start: there is no settling into it, only the flip out of it.
+        before_kinds = [] if scenario.before.kind == "unknown" else [scenario.before.kind]
+        assert [kind for _, kind in settled] == [*before_kinds, scenario.expected_kind]
+        flip = settled[-1][0]
         assert scenario.change_at <= flip <= scenario.change_at + 2
         before = shown[scenario.change_at - 1].job
         assert (before.kind, before.cause) == (scenario.before.kind, scenario.before.cause)
@@ -155,7 +155,8 @@ def test_scenario_robust_to_other_noise(name: str) -> None:
         scenario.expected_kind, scenario.expected_cause
     )
     settled = changes([a.job.kind for a in shown])[1:]
-    assert len(settled) == (1 if scenario.change_at is None else 2)
+    unknown_before = scenario.before is not None and scenario.before.kind == "unknown"
+    assert len(settled) == (1 if scenario.change_at is None or unknown_before else 2)
 
 
 @pytest.mark.parametrize(
@@ -198,15 +199,16 @@ def test_false_saturation_full_util_at_30_percent_power() -> None:
     assert any("--pid" in a for a in verdict.advice)  # no process figures were given
 
 
-def test_false_saturation_with_pegged_trainer_is_host_bound() -> None:
+def test_false_saturation_with_pegged_trainer_is_a_spin_not_host_bound() -> None:
+    # A card busy all the time is not waiting on the host, whatever the trainer's CPU says:
+    # the pegged trainer spins in a synchronise beside small kernels (no distributed job).
     procs = [trainer(100, 99.0), worker(101, 2.0), worker(102, 3.0)]
     frames = frames_of([[card(100.0, power_frac=0.30)] for _ in range(10)], processes=procs)
     verdict = judge(frames).cards["nvidia:0"]
-    assert (verdict.kind, verdict.cause) == ("starving", "host-bound")
-    assert "duty cycle" in " ".join(verdict.why)
-    assert "trainer at 99 % CPU (pegged) while 2 workers at 2 % CPU each (5 % together)" in (
-        verdict.why
-    )
+    assert (verdict.kind, verdict.cause) == ("starving", "light-kernels")
+    text = " ".join(verdict.why)
+    assert "duty cycle" in text
+    assert "trainer at 99 % CPU beside a card busy most of the window" in text
 
 
 def test_busy_util_at_middling_power_is_saturated_with_the_caveat() -> None:
@@ -291,7 +293,8 @@ def test_io_bound_from_disk_sleep_alone() -> None:
     frames = frames_of([[card(u, power_frac=0.3)] for u in SWING], processes=procs)
     verdict = judge(frames).job
     assert (verdict.kind, verdict.cause) == ("starving", "io-bound")
-    assert "processes waiting on disk (D state) in 60 % of samples" in verdict.why
+    # The input pipeline's share: 3 of the 4 workers (the trainer's own waits are its writes).
+    assert "DataLoader workers waiting on disk (D state) in 75 % of samples" in verdict.why
     assert any("NVMe" in a for a in verdict.advice)
 
 
@@ -497,8 +500,8 @@ def test_thresholds_are_one_frozen_hashable_dataclass() -> None:
     assert judge(frames, strict).job.kind == "saturated"  # power decides above 40 % util
     assert judge(frames_of([[card(95.0, power_frac=None, cap=None)]] * 5), strict).job.kind \
         == "starving"
-    assert set(STARVING_CAUSES) == {"input-bound", "io-bound", "host-bound", "light-kernels",
-                                    "collective-wait", "unknown"}
+    assert set(STARVING_CAUSES) == {"input-bound", "io-bound", "checkpoint", "host-bound",
+                                    "light-kernels", "collective-wait", "unknown"}
 
 
 # --- the tracker -----------------------------------------------------------------------------

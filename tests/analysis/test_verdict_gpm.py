@@ -7,8 +7,10 @@ job whose clocks are held down is imbalanced with cause ``throttled``.
 
 from __future__ import annotations
 
+from gpusat_tui.analysis.facts import frame_facts
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import DEFAULT_THRESHOLDS, PreparedWindow, frame_facts, judge
+from gpusat_tui.analysis.verdict import PreparedWindow, judge
 from gpusat_tui.model import CardReading, Frame
 from tests.scenarios import T0
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import pytest
 
+from gpusat_tui.analysis.facts import frame_facts
+from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import (
-    DEFAULT_THRESHOLDS,
     History,
     PreparedWindow,
-    Thresholds,
-    frame_facts,
     judge,
     judge_card_prepared,
     judge_prepared,

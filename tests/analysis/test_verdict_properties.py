@@ -11,8 +11,9 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpusat_tui.analysis.causes import STARVING_CAUSES
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import STARVING_CAUSES, judge
+from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.model import (
     VENDORS,
     VERDICT_KINDS,

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 
 from gpusat_tui.collectors import npu_smi
-from gpusat_tui.collectors.base import ParseError, card_args
+from gpusat_tui.collectors.base import card_args
 from gpusat_tui.collectors.npu_smi import parse_info, parse_usages
 from gpusat_tui.collectors.npu_smi_watch import parse_watch
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
     SWEEP_SETTINGS,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.loops import loop_stream
 from gpusat_tui.collectors.npu_smi_watch import WATCH_STREAM, parse_watch
+from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
     parse_or_refuse,
     read_sample,

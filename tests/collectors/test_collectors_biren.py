@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from gpusat_tui.collectors import birensmi
-from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.birensmi import parse_default
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess
 from tests.collector_helpers import card_figures
 from tests.fakes import FakeCard, FakeProcess

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 
 from gpusat_tui.collectors import cnmon
-from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.cnmon import parse_default
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess, CardReading
 from tests.collector_helpers import (
     SWEEP_SETTINGS,

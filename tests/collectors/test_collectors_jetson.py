@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 
 from gpusat_tui.collectors import tegrastats
-from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.tegrastats import parse_tegrastats
+from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 
 from gpusat_tui.collectors import xpu_smi
-from gpusat_tui.collectors.base import ParseError, merge_cards
+from gpusat_tui.collectors.base import merge_cards
 from gpusat_tui.collectors.xpu_smi import identify, parse_default, parse_machine
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess
 from tests.collector_helpers import (
     SMI_SAMPLES,

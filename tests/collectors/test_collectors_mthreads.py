@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 
 from gpusat_tui.collectors import mthreads_gmi
-from gpusat_tui.collectors.base import ParseError, ToolReading
+from gpusat_tui.collectors.base import ToolReading
 from gpusat_tui.collectors.mthreads_gmi import parse_default
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardProcess
 from tests.collector_helpers import (
     SWEEP_SETTINGS,

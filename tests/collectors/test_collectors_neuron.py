@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 
 from gpusat_tui.collectors import neuron_ls, neuron_monitor
-from gpusat_tui.collectors.base import ParseError
 from gpusat_tui.collectors.neuron_ls import NOTE, parse_neuron_ls
 from gpusat_tui.collectors.neuron_monitor import parse_neuron_monitor
+from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
     SWEEP_SETTINGS,
     assert_every_line_prefix_parses_or_is_refused,

@@ -325,7 +325,7 @@ def test_human_summary_lists_cards_errors_and_the_verdict(fake_bin: FakeBin) -> 
 
 
 def test_record_writes_a_replayable_file(fake_bin: FakeBin, tmp_path: Path) -> None:
-    from gpusat_tui.sources.replay import read_recording
+    from gpusat_tui.sources.reader import read_recording
 
     fake_bin.add_for_spec(spec_named("hy-smi"), SCENARIO)
     out = tmp_path / "run.jsonl"
@@ -381,8 +381,10 @@ def test_check_json_field_names_are_pinned() -> None:
     ]
     assert list(data["cards"][0]["util_pct"]) == ["mean", "min", "max", "last"]
     assert list(data["cards"][0]["verdict"]) == ["kind", "cause", "why", "advice"]
-    assert list(data["processes"][0]) == ["pid", "role", "name", "cpu_pct", "card_ids", "probe",
-                                          "job"]
+    assert list(data["processes"][0]) == [
+        "pid", "role", "name", "cpu_pct", "card_ids", "probe", "job", "rchar_per_s",
+        "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s", "world_size", "rank",
+    ]
     assert data["processes"][0]["probe"] is None  # no probe: null (additive)
     assert list(data["errors"][0]) == ["tool", "message", "count", "kind"]
     assert CheckReport.model_validate(data).samples == 1

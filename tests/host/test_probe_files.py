@@ -14,7 +14,7 @@ import pytest
 
 from gpusat_tui.host.probe_files import ProbePoller, ProbeReader, parse_probe, tie_card
 from gpusat_tui.model import CardProcess, CardReading
-from gpusat_tui.probe import core
+from gpusat_tui.probe import publish
 from gpusat_tui.probe.layout import (
     LAYOUT_1_KEYS,
     LAYOUT_VERSION,
@@ -63,7 +63,7 @@ def mine(**update: Any) -> dict[str, Any]:
 
 def test_the_probe_writes_exactly_the_documented_layout_1_keys() -> None:
     assert LAYOUT_VERSION == 1
-    assert tuple(core.snapshot()) == LAYOUT_1_KEYS
+    assert tuple(publish.snapshot()) == LAYOUT_1_KEYS
     assert set(HAND_WRITTEN) == set(LAYOUT_1_KEYS)
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gpusat_tui.collectors.base import ParseError, Query, ToolReading, ToolSpec
-from gpusat_tui.errors import ToolMissing
+from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec
+from gpusat_tui.errors import ParseError, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, HostSample, ProcessSample, ToolError
 from gpusat_tui.sources import FrameSource, live, procs, tool_queries
 from gpusat_tui.sources.live import LiveSource

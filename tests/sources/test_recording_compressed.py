@@ -25,9 +25,11 @@ from gpusat_tui.commands.report import analyse
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
 from gpusat_tui.sources import blockfile
-from gpusat_tui.sources.codec import format_for_name, part_path, session_paths, sniff
+from gpusat_tui.sources.blockfile import format_for_name, part_path, sniff
+from gpusat_tui.sources.codec import session_paths
+from gpusat_tui.sources.reader import read_recording
 from gpusat_tui.sources.recorder import Recorder, make_header
-from gpusat_tui.sources.replay import ReplaySource, read_recording
+from gpusat_tui.sources.replay import ReplaySource
 from tests.recording_helpers import rich_frame
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from gpusat_tui.sources.replay import read_recording
+from gpusat_tui.sources.reader import read_recording
 from tests.recording_helpers import header, rich_frame
 
 REPO = Path(__file__).resolve().parents[2]

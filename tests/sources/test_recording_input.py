@@ -16,13 +16,8 @@ from gpusat_tui.commands.report import analyse
 from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import CardReading, Frame
-from gpusat_tui.sources.replay import (
-    MAX_HEADER_BYTES,
-    MAX_LINE_BYTES,
-    FrameReader,
-    ReplaySource,
-    read_recording,
-)
+from gpusat_tui.sources.reader import MAX_HEADER_BYTES, MAX_LINE_BYTES, FrameReader, read_recording
+from gpusat_tui.sources.replay import ReplaySource
 from tests.recording_helpers import header, rich_frame, write_recording
 
 REPO = Path(__file__).resolve().parents[2]

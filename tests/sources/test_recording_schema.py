@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui import model
-from gpusat_tui.sources.replay import read_recording
+from gpusat_tui.sources.reader import read_recording
 
 RECORDING_V1_FIELDS = {
     model.RecordingHeader: {
@@ -35,7 +35,8 @@ RECORDING_V1_FIELDS = {
     model.CardProcess: {"pid", "card_id", "name", "mem_used_mib"},
     model.ProcessSample: {
         "pid", "role", "name", "cpu_pct", "state", "trainer_pid", "card_ids", "pin_cpu_pct",
-        "num_threads", "run_delay_pct",
+        "num_threads", "run_delay_pct", "rchar_per_s", "wchar_per_s", "syscalls_per_s",
+        "ctx_switches_per_s", "world_size", "rank",
     },
     model.HostSample: {"cpu_pct", "iowait_pct", "cpu_count"},
     model.ProbeSample: {

@@ -15,10 +15,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpusat_tui.collectors.base import ParseError, Query, Stream, ToolReading, ToolSpec
+from gpusat_tui.collectors.base import Query, Stream, ToolReading, ToolSpec
 from gpusat_tui.collectors.records import LineRecords, RowGroups
+from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading, Frame
-from gpusat_tui.sources import live, procs, stream_poll, streams
+from gpusat_tui.sources import procs, stream_poll, streams
 from gpusat_tui.sources.live import LiveSource
 from gpusat_tui.sources.streams import ToolStream
 from tests.conftest import leftover_processes, zombie_children
@@ -236,7 +237,7 @@ async def test_kill_running_tools_reaches_stream_children(fake_bin: FakeBin) -> 
     write_fake_stream(fake_bin.dir / "toy-stream", [Run(records=["TOY 0 10"], then="hang")])
     src = source(fake_bin, stream_spec())
     await src.poll_once()
-    assert live.kill_running_tools() == 1
+    assert procs.kill_running_tools() == 1
     assert leftover_processes(fake_bin.dir, grace=1.0) == []
     await src.aclose()
     await no_leftovers(fake_bin)

@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpusat_tui.model import Frame, ProbeAlloc, ProbeSample, ProcessSample
+from gpusat_tui.text import clean
 from gpusat_tui.ui.state import HISTORY_POINTS, DashboardState
-from gpusat_tui.ui.text import clean, fmt, literal
+from gpusat_tui.ui.text import fmt, literal
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.processes import (
     NO_PROBE,

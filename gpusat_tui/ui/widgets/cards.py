@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.cells import cell_len
+from rich.containers import Lines
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -19,8 +20,9 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict, VerdictKind
+from gpusat_tui.text import clean
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.lines import LineWidget
 
@@ -45,7 +47,7 @@ class CachedStatic(LineWidget):
         self._content: Text = Text(content) if isinstance(content, str) else content
         self._key: object = object()
         self._shape = self._shape_of(self._content)
-        self._lines: list[Text] = self._content.split("\n", allow_blank=True)
+        self._lines: Lines = self._content.split("\n", allow_blank=True)
 
     @staticmethod
     def _shape_of(text: Text) -> tuple[int, int]:
@@ -184,7 +186,7 @@ class CardList(LineWidget):
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
         self.ids: list[str] = []
-        self._rows: list[tuple[str, str, bool]] = []
+        self._rows: list[tuple[str, VerdictKind, bool]] = []
         self._first = 0
 
     def sync(

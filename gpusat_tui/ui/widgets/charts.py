@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gpusat_tui.ui.text import clean
+from gpusat_tui.text import clean
 
 #: NVIDIA's profiling counters (GPM) as CardReading.extras carries them, and their short names,
 #: in the order shown beside the utilisation label. They say what the duty cycle cannot: how

@@ -22,9 +22,10 @@ from rich.cells import cell_len
 from textual.events import Click
 from textual.message import Message
 
-from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict
+from gpusat_tui.model import VERDICT_KINDS, CardReading, Verdict, VerdictKind
+from gpusat_tui.text import clean
 from gpusat_tui.ui.state import CardHistory
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.cards import host_tag, util_label
 from gpusat_tui.ui.widgets.charts import gpm_text, throttle_reasons
@@ -92,8 +93,8 @@ def grid_layout(n: int, width: int, height: int) -> GridLayout:
         layout = GridLayout(cols, rows, block_w, block_h, visible)
         if layout.chart_width < 1:
             continue
-        score = min(layout.chart_width, USEFUL_CHART_W) * min(layout.chart_rows,
-                                                              USEFUL_CHART_ROWS)
+        score: float = min(layout.chart_width, USEFUL_CHART_W) * min(layout.chart_rows,
+                                                                     USEFUL_CHART_ROWS)
         if layout.chart_width < MIN_CHART_W:
             score /= 8
         if visible < rows:
@@ -121,7 +122,7 @@ class Block:
 
     card_id: str
     head: str
-    kind: str
+    kind: VerdictKind
     util_label: str
     util_extra: str
     util: tuple[float | None, ...]

@@ -25,8 +25,9 @@ from textual.containers import Vertical
 from gpusat_tui.analysis.energy import EnergyFigures, format_energy
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
+from gpusat_tui.text import clean
 from gpusat_tui.ui.state import CardHistory
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.cards import WrappedText, util_label
 from gpusat_tui.ui.widgets.charts import (

@@ -11,8 +11,10 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from gpusat_tui.analysis.measured import sample_phase
 from gpusat_tui.model import ProbeSample, ProcessSample
-from gpusat_tui.ui.text import clean, fmt
+from gpusat_tui.text import clean
+from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
 
 
@@ -74,6 +76,10 @@ def probe_summary(probes: list[ProbeSample]) -> str:
         parts.append(f"{sum(batches):.1f} batches/s")
     if not parts:
         parts.append("probe: no batch yet")
+    if any(sample_phase(p) == "eval" for p in probes):
+        # Batches without optimizer steps after steps were counted: an evaluation, not a
+        # stalled job (a loop that never stepped an optimizer is not said to be in one).
+        parts.append("eval")
     summary = " · ".join(parts)
     if len(probes) > 1:
         summary += f" ({len(probes)} ranks)"
@@ -163,10 +169,10 @@ def process_text(
         text.append(clean(proc.name, 60))
         if proc.role == "trainer" and proc.pin_cpu_pct is not None:
             text.append(f"  pin-memory {proc.pin_cpu_pct:.0f}%")
-        probe = by_pid.get(proc.pid) if proc.role == "trainer" else None
-        if probe is not None:
-            wants = allocator_for is not None and allocator_for(probe)
-            text.append(f"  {probe_row(probe, allocator=wants)}", style="bold")
+        rank = by_pid.get(proc.pid) if proc.role == "trainer" else None
+        if rank is not None:
+            wants = allocator_for is not None and allocator_for(rank)
+            text.append(f"  {probe_row(rank, allocator=wants)}", style="bold")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from gpusat_tui.model import VERDICT_KINDS
-from gpusat_tui.ui.text import clean
+from gpusat_tui.text import clean
 
 HELP_KEYS = """\
 gpusat-tui: is my accelerator saturated, and if not, why?

@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 from rich.text import Text
 
 from gpusat_tui.model import Frame
-from gpusat_tui.ui.text import clean
+from gpusat_tui.text import clean
+
+#: (card id, seconds since its figures were read) of each card shown with old figures.
+StaleCards = tuple[tuple[str, float], ...]
+#: (tool, kind, message) of each tool that failed at the last poll.
+ToolErrors = tuple[tuple[str, str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -19,14 +24,14 @@ class StatusInfo:
     own_cpu_pct: float | None = None
     #: Seconds since the last frame arrived, when that is suspiciously long (else None).
     quiet_s: float | None = None
-    stale: tuple[tuple[str, float], ...] = ()
-    errors: tuple[tuple[str, str, str], ...] = ()
+    stale: StaleCards = ()
+    errors: ToolErrors = ()
     skipped: int = 0
     ended: str | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
 
 
-def status_from_frame(frame: Frame | None) -> tuple[tuple[tuple[str, float], ...], tuple]:
+def status_from_frame(frame: Frame | None) -> tuple[StaleCards, ToolErrors]:
     """(stale cards with age, tool errors) of a frame."""
     if frame is None:
         return (), ()

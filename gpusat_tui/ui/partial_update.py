@@ -10,25 +10,36 @@ whole line, every poll, for every chart row. `send_changed_cells_only` makes it 
 What it costs: it replaces one method of a private Textual class (about twenty lines, a copy
 of Textual 8's with the crop corrected); pyproject pins the Textual major it was written
 against, it refuses to install (and the dashboard works as before) where the class does not
-look as expected, and tests/ui/test_partial_update.py checks the bytes against Textual's own
+look as expected, and tests/ui/test_sweep.py checks the bytes against Textual's own
 rendering of the same screen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from rich.color import ColorSystem
 from rich.console import Console
-from rich.control import Control
+from rich.segment import Segment
+from rich.style import Style
+
+from gpusat_tui.ui.widgets.lines import one_cell
 
 _installed = False
 
 
 def render_changed_cells(update: Any, console: Console) -> str:
-    """Textual's `ChopsUpdate.render_segments`, each span cropped to its own columns."""
+    """Textual's `ChopsUpdate.render_segments`, each span cropped to its own columns.
+
+    A chop partly inside a span is cut here, segment by segment, straight to escape codes:
+    cutting it with `Strip.crop` made a `Strip` (and its caches) per chop per repaint, which
+    with a sweep chart's narrow spans was most of this function's cost (profiled: more CPU
+    than Textual's whole-line rendering it replaces).
+    """
     sequences: list[str] = []
     append = sequences.append
-    move_to = Control.move_to
+    color_system = console._color_system  # as `Strip.render` reads it
     chops = update.chops
     chop_ends = update.chop_ends
     last_y = update.spans[-1][0]
@@ -39,16 +50,45 @@ def render_changed_cells(update: Any, console: Console) -> str:
             if strip is None or x > x2 or end <= x1:
                 continue
             if x2 > x >= x1 and end <= x2:
-                append(move_to(x, y).segment.text)
+                append(f"\x1b[{y + 1};{x + 1}H")  # Control.move_to(x, y), without the object
                 append(strip.render(console))
                 continue
             start = max(x1 - x, 0)
-            strip = strip.crop(start, min(end, x2) - x)
-            append(move_to(x + start, y).segment.text)
-            append(strip.render(console))
+            stop = min(end, x2) - x
+            cut = cells_text(strip, start, stop, color_system)
+            if cut is None:  # a wide character in the way: Textual's own crop
+                cut = strip.crop(start, stop).render(console)
+            append(f"\x1b[{y + 1};{x + start + 1}H")
+            append(cut)
         if y != last_y:
             append("\n")
     return "".join(sequences)
+
+
+def cells_text(
+    strip: Iterable[Segment], start: int, stop: int, color_system: ColorSystem | None,
+) -> str | None:
+    """Cells ``[start, stop)`` of ``strip`` as the terminal is sent them (what
+    ``strip.crop(start, stop).render(console)`` gives); None where a segment up to them is
+    not surely one cell per character."""
+    render = Style.render
+    out: list[str] = []
+    x = 0
+    for text, style, control in strip:
+        if control or not text:
+            continue
+        if not one_cell(text):
+            return None  # the columns after it are not its length
+        right = x + len(text)
+        if right > start:
+            piece = text[max(start - x, 0):stop - x]
+            if piece:
+                out.append(piece if style is None else
+                           render(style, piece, color_system=color_system))
+            if right >= stop:
+                break
+        x = right
+    return "".join(out)
 
 
 def send_changed_cells_only() -> bool:

@@ -85,14 +85,63 @@ def test_changed_cells_are_runs_inside_the_parts_that_changed() -> None:
     assert changed_cells(wide, (("名前 76%", "label"),), 70) == [(0, 70)]
 
 
-def test_partial_update_sends_only_the_spans_columns() -> None:
-    from textual._compositor import ChopsUpdate
+class Update:
+    """What `render_changed_cells` reads of Textual's update: one chop per line here."""
 
+    def __init__(self, lines: list[Strip], spans: list[tuple[int, int, int]]) -> None:
+        self.chops = [{0: line} for line in lines]
+        self.chop_ends = [[line.cell_length] for line in lines]
+        self.spans = spans
+
+
+def test_partial_update_sends_only_the_spans_columns() -> None:
     console = Console(color_system="256", force_terminal=True, width=80)
     style = Style(color="green")
     line = Strip([Segment("label 75% ", style), Segment("▁▂▃▄▅▆▇█" * 5, style)], 50)
-    chops = [{0: line}]
-    update = ChopsUpdate(chops, [(0, 20, 22)], [[50]])
-    sent = render_changed_cells(update, console)
+    sent = render_changed_cells(Update([line], [(0, 20, 22)]), console)
     assert sent.startswith("\x1b[1;21H")  # the cursor goes to the span, not the line's start
     assert "label" not in sent and "▃▄" in sent and "▅" not in sent
+
+
+_parts_st = st.lists(
+    st.tuples(st.text(alphabet="ab ▁█·名é", min_size=1, max_size=12),
+              st.sampled_from([None, Style(color="green"), Style(bold=True, bgcolor="red")])),
+    min_size=1, max_size=6,
+)
+
+
+@given(_parts_st, st.integers(0, 40), st.integers(1, 40))
+def test_partial_update_cuts_a_line_as_textual_crops_it(
+    parts: list[tuple[str, Style | None]], start: int, width: int,
+) -> None:
+    """Each span's cells, cut without making a Strip, are what Textual's crop of the line
+    renders (wide characters included: they take Textual's crop)."""
+    console = Console(color_system="truecolor", force_terminal=True, width=120)
+    line = Strip([Segment(text, style) for text, style in parts])
+    end = min(start + width, line.cell_length)
+    if end <= start:
+        return
+    sent = render_changed_cells(Update([line], [(0, start, end)]), console)
+    if start > 0 or end < line.cell_length:
+        expected = f"\x1b[1;{start + 1}H" + line.crop(start, end).render(console)
+    else:
+        expected = "\x1b[1;1H" + line.render(console)
+    assert sent == expected
+
+
+@given(st.lists(st.tuples(st.text(alphabet="ab ▁▂█·", min_size=1, max_size=20),
+                          st.text(alphabet="ab ▁▂█·", min_size=20, max_size=20),
+                          st.sampled_from(["", "x--util"])), min_size=1, max_size=5))
+def test_changed_cells_cover_every_changed_column_and_start_and_end_on_one(
+    parts: list[tuple[str, str, str]],
+) -> None:
+    old = tuple((a, part) for a, _, part in parts)
+    new = tuple((b[: len(a)], part) for a, b, part in parts)
+    text_old = "".join(a for a, _ in old)
+    text_new = "".join(b for b, _ in new)
+    runs = changed_cells(old, new, len(text_old))
+    differ = {x for x, (p, q) in enumerate(zip(text_old, text_new, strict=True)) if p != q}
+    covered = {x for start, end in runs for x in range(start, end)}
+    assert differ <= covered
+    for start, end in runs:
+        assert start in differ and end - 1 in differ

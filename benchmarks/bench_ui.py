@@ -1,6 +1,7 @@
 """Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, per pane size and view.
 
-Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR] [--sizes 100x30] [--hung]
+Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR [--passes 3]]
+              [--sizes 100x30] [--hung]
               [--breakdown [--polls 20]]  (``--sizes --breakdown``: the in-process breakdown alone)
 
 Figures:
@@ -307,13 +308,14 @@ def run_size(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
             print(f"{label:8s} {size[0]:3d}x{size[1]:<3d} {view:9s} monitor {cost.own_ms:5.2f} ms"
                   f" CPU/s; to the terminal {cost.bytes_s / 1024:5.2f} KiB/s, tmux server "
                   f"{cost.tmux_ms:5.2f} ms CPU/s; tools {cost.tools_pct:4.2f}%; start-up "
-                  f"{wall:.2f} s, {cpu_ms:.0f} ms CPU", flush=True)
+                  f"{wall:.2f} s, {cpu_ms:.0f} ms CPU; load {os.getloadavg()[0]:.1f}",
+                  flush=True)
     finally:
         pane.close()
 
 
 def nvml_peer(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
-              peer_python: str, rounds: int) -> None:
+              peer_python: str, rounds: int, warm: float = 5.0) -> None:
     """The dashboard and nvitop (run by ``peer_python``) back to back, both reading the same
     8 fake NVML GPUs (benchmarks/fake_nvml_site), at 1 Hz, ``rounds`` times interleaved."""
     runs = {
@@ -327,7 +329,7 @@ def nvml_peer(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
                         fake_nvml=True)
             try:
                 pane.wait_for(ready)
-                time.sleep(5)
+                time.sleep(warm)  # both get the same; --warm 70: the sweep charts full
                 cost = measure_cpu(pane, seconds)
                 print(f"NVML {label:7s} {size[0]:3d}x{size[1]:<3d} round {r + 1}: "
                       f"{cost.own_ms:5.2f} ms CPU/s; to the terminal "
@@ -351,6 +353,8 @@ def main() -> int:
     parser.add_argument("--nvml-peer", default=None, metavar="PYTHON",
                         help="an interpreter with nvitop installed: compare with it on fake NVML")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=1,
+                        help="passes per size, interleaved with --compare's")
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--polls", type=int, default=20,
                         help="polls (at 1 Hz) per mode in the breakdown")
@@ -368,13 +372,16 @@ def main() -> int:
         fake = make_bin(root, hung=False)
         if args.nvml_peer:
             for size in sizes:
-                nvml_peer(root, fake, size, args.seconds, args.nvml_peer, args.rounds)
+                nvml_peer(root, fake, size, args.seconds, args.nvml_peer, args.rounds,
+                          args.warm)
             return 0
         for size in sizes:
-            if args.compare is not None:
-                run_size(root, fake, size, args.seconds, args.compare, "compare",
-                         tuple(args.views), args.warm)
-            run_size(root, fake, size, args.seconds, REPO, "this", tuple(args.views), args.warm)
+            for _ in range(args.passes):  # interleaved: both trees see the same load drift
+                if args.compare is not None:
+                    run_size(root, fake, size, args.seconds, args.compare, "compare",
+                             tuple(args.views), args.warm)
+                run_size(root, fake, size, args.seconds, REPO, "this", tuple(args.views),
+                         args.warm)
         if args.hung:
             pane = Pane(root, make_bin(root, True), "hung")
             try:

@@ -42,7 +42,6 @@ def render_changed_cells(update: Any, console: Console) -> str:
     color_system = console._color_system  # as `Strip.render` reads it
     chops = update.chops
     chop_ends = update.chop_ends
-    last_y = update.spans[-1][0]
     for y, x1, x2 in update.spans:
         line = chops[y]
         ends = chop_ends[y]
@@ -60,8 +59,8 @@ def render_changed_cells(update: Any, console: Console) -> str:
                 cut = strip.crop(start, stop).render(console)
             append(f"\x1b[{y + 1};{x + start + 1}H")
             append(cut)
-        if y != last_y:
-            append("\n")
+    # Textual also writes a newline between lines: each span starts with its own cursor
+    # move, so here it would be two bytes a changed line for nothing.
     return "".join(sequences)
 
 

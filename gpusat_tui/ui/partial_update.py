@@ -17,6 +17,7 @@ rendering of the same screen.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from rich.color import ColorSystem
@@ -29,19 +30,28 @@ from gpusat_tui.ui.widgets.lines import one_cell
 _installed = False
 
 
+#: Back to the terminal's plain attributes.
+_RESET = "\x1b[0m"
+
+
 def render_changed_cells(update: Any, console: Console) -> str:
     """Textual's `ChopsUpdate.render_segments`, each span cropped to its own columns.
 
     A chop partly inside a span is cut here, segment by segment, straight to escape codes:
     cutting it with `Strip.crop` made a `Strip` (and its caches) per chop per repaint, which
     with a sweep chart's narrow spans was most of this function's cost (profiled: more CPU
-    than Textual's whole-line rendering it replaces).
+    than Textual's whole-line rendering it replaces). The cut cells are written with their
+    style's attributes set once and kept while the next cells have the same style (a cursor
+    move does not change them): Rich's rendering sets and resets them around every segment,
+    ~23 bytes, which for a sweep chart's two cells per row was more than half of what a poll
+    sent. The attributes are reset before anything else is written and at the end.
     """
     sequences: list[str] = []
     append = sequences.append
     color_system = console._color_system  # as `Strip.render` reads it
     chops = update.chops
     chop_ends = update.chop_ends
+    current = ""  # the attributes in force after what is written so far ("" = plain)
     for y, x1, x2 in update.spans:
         line = chops[y]
         ends = chop_ends[y]
@@ -49,29 +59,50 @@ def render_changed_cells(update: Any, console: Console) -> str:
             if strip is None or x > x2 or end <= x1:
                 continue
             if x2 > x >= x1 and end <= x2:
+                if current:
+                    append(_RESET)
+                    current = ""
                 append(f"\x1b[{y + 1};{x + 1}H")  # Control.move_to(x, y), without the object
                 append(strip.render(console))
                 continue
             start = max(x1 - x, 0)
             stop = min(end, x2) - x
-            cut = cells_text(strip, start, stop, color_system)
-            if cut is None:  # a wide character in the way: Textual's own crop
-                cut = strip.crop(start, stop).render(console)
             append(f"\x1b[{y + 1};{x + start + 1}H")
-            append(cut)
+            pieces = cells_pieces(strip, start, stop)
+            if pieces is None:  # a wide character in the way: Textual's own crop
+                if current:
+                    append(_RESET)
+                    current = ""
+                append(strip.crop(start, stop).render(console))
+                continue
+            for text, style in pieces:
+                sgr = attributes(style, color_system) if style is not None else ""
+                if sgr is None:  # a link: as Rich writes it, reset after
+                    if current:
+                        append(_RESET)
+                        current = ""
+                    append(Style.render(style, text, color_system=color_system))
+                    continue
+                if sgr != current:
+                    if current:
+                        append(_RESET)
+                    append(sgr)
+                    current = sgr
+                append(text)
+    if current:
+        append(_RESET)
     # Textual also writes a newline between lines: each span starts with its own cursor
     # move, so here it would be two bytes a changed line for nothing.
     return "".join(sequences)
 
 
-def cells_text(
-    strip: Iterable[Segment], start: int, stop: int, color_system: ColorSystem | None,
-) -> str | None:
-    """Cells ``[start, stop)`` of ``strip`` as the terminal is sent them (what
-    ``strip.crop(start, stop).render(console)`` gives); None where a segment up to them is
-    not surely one cell per character."""
-    render = Style.render
-    out: list[str] = []
+def cells_pieces(
+    strip: Iterable[Segment], start: int, stop: int,
+) -> list[tuple[str, Style | None]] | None:
+    """Cells ``[start, stop)`` of ``strip`` as (text, style) pieces (what
+    ``strip.crop(start, stop)`` holds); None where a segment up to them is not surely one
+    cell per character."""
+    out: list[tuple[str, Style | None]] = []
     x = 0
     for text, style, control in strip:
         if control or not text:
@@ -82,12 +113,24 @@ def cells_text(
         if right > start:
             piece = text[max(start - x, 0):stop - x]
             if piece:
-                out.append(piece if style is None else
-                           render(style, piece, color_system=color_system))
+                out.append((piece, style))
             if right >= stop:
                 break
         x = right
-    return "".join(out)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def attributes(style: Style, color_system: ColorSystem | None) -> str | None:
+    """The escape code that sets ``style``'s attributes ("" for none), as Rich writes it
+    before a segment; None for a style Rich writes otherwise (a link)."""
+    rendered = Style.render(style, "\x00", color_system=color_system)
+    before, _, after = rendered.partition("\x00")
+    if not before and not after:
+        return ""
+    if after != _RESET or "\x1b]" in before:
+        return None
+    return before
 
 
 def send_changed_cells_only() -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -110,23 +112,53 @@ _parts_st = st.lists(
 )
 
 
-@given(_parts_st, st.integers(0, 40), st.integers(1, 40))
-def test_partial_update_cuts_a_line_as_textual_crops_it(
-    parts: list[tuple[str, Style | None]], start: int, width: int,
+def on_screen(sent: str) -> tuple[dict[tuple[int, int], tuple[str, tuple[str, ...]]], bool]:
+    """What ``sent`` leaves on a terminal: each written cell's character and the attributes
+    in force when it was written; and whether the attributes are plain again at the end."""
+    cells: dict[tuple[int, int], tuple[str, tuple[str, ...]]] = {}
+    y = x = 0
+    attrs: list[str] = []
+    for move_y, move_x, sgr, char in re.findall(
+            r"\x1b\[(\d+);(\d+)H|\x1b\[([\d;]*)m|([^\x1b])", sent):
+        if move_y:
+            y, x = int(move_y) - 1, int(move_x) - 1
+        elif char:
+            cells[y, x] = (char, tuple(attrs))
+            x += 1
+        elif sgr in ("", "0"):
+            attrs = []
+        else:
+            attrs.append(sgr)
+    return cells, not attrs
+
+
+@given(st.lists(st.tuples(_parts_st, st.integers(0, 40), st.integers(1, 40)), min_size=1,
+                max_size=4))
+def test_partial_update_leaves_the_screen_textual_crops_would(
+    lines: list[tuple[list[tuple[str, Style | None]], int, int]],
 ) -> None:
-    """Each span's cells, cut without making a Strip, are what Textual's crop of the line
-    renders (wide characters included: they take Textual's crop)."""
+    """Each span's cells, cut without making a Strip and written with their attributes set
+    once per run of one style, leave the terminal as Textual's crop of the line rendered
+    by Rich does (wide characters included: they take Textual's crop), attributes reset."""
     console = Console(color_system="truecolor", force_terminal=True, width=120)
-    line = Strip([Segment(text, style) for text, style in parts])
-    end = min(start + width, line.cell_length)
-    if end <= start:
+    strips = [Strip([Segment(text, style) for text, style in parts]) for parts, _, _ in lines]
+    spans = []
+    expected = ""
+    for y, (line, (_, start, width)) in enumerate(zip(strips, lines, strict=True)):
+        end = min(start + width, line.cell_length)
+        if end <= start:
+            continue
+        spans.append((y, start, end))
+        whole = start == 0 and end == line.cell_length
+        expected += f"\x1b[{y + 1};{start + 1}H" + (
+            line if whole else line.crop(start, end)).render(console)
+    if not spans:
         return
-    sent = render_changed_cells(Update([line], [(0, start, end)]), console)
-    if start > 0 or end < line.cell_length:
-        expected = f"\x1b[1;{start + 1}H" + line.crop(start, end).render(console)
-    else:
-        expected = "\x1b[1;1H" + line.render(console)
-    assert sent == expected
+    sent = render_changed_cells(Update(strips, spans), console)
+    screen, plain = on_screen(sent)
+    assert plain
+    assert screen == on_screen(expected)[0]
+    assert len(sent) <= len(expected)
 
 
 @given(st.lists(st.tuples(st.text(alphabet="ab ▁▂█·", min_size=1, max_size=20),

@@ -76,13 +76,17 @@ def render_changed_cells(update: Any, console: Console) -> str:
                 append(strip.crop(start, stop).render(console))
                 continue
             for text, style in pieces:
-                sgr = attributes(style, color_system) if style is not None else ""
-                if sgr is None:  # a link: as Rich writes it, reset after
-                    if current:
-                        append(_RESET)
-                        current = ""
-                    append(Style.render(style, text, color_system=color_system))
-                    continue
+                if style is None:
+                    sgr = ""
+                else:
+                    found = attributes(style, color_system)
+                    if found is None:  # a link: as Rich writes it
+                        if current:
+                            append(_RESET)
+                            current = ""
+                        append(Style.render(style, text, color_system=color_system))
+                        continue
+                    sgr = found
                 if sgr != current:
                     if current:
                         append(_RESET)

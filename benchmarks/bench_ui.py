@@ -1,6 +1,7 @@
 """Benchmark: the dashboard's own CPU in tmux at 1 Hz with 8 fake cards, per pane size and view.
 
-Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR] [--sizes 100x30] [--hung]
+Run by hand:  python benchmarks/bench_ui.py [--seconds 40] [--compare DIR [--passes 3]]
+              [--sizes 100x30] [--hung]
               [--breakdown [--polls 20]]  (``--sizes --breakdown``: the in-process breakdown alone)
 
 Figures:
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 
@@ -75,17 +77,28 @@ class Pane:
     """gpusat-tui running in a detached tmux session on a private server."""
 
     def __init__(self, root: Path, fake: FakeBin, name: str, size: tuple[int, int] = (100, 30),
-                 app_dir: Path = REPO) -> None:
+                 app_dir: Path = REPO, argv: list[str] | None = None,
+                 fake_nvml: bool = False) -> None:
         self.sock = str(root / f"{name}.sock")
         self.env = fake.env({"TERM": "xterm-256color"})
         # Run from app_dir with it first on the path: ``-m gpusat_tui`` imports that tree.
         self.env["PYTHONPATH"] = str(app_dir)
-        command = shlex.join([sys.executable, "-m", "gpusat_tui", "--interval", "1"])
+        if fake_nvml:
+            self.env["PYTHONPATH"] += os.pathsep + str(REPO / "benchmarks" / "fake_nvml_site")
+            self.env["FAKE_NVML_REPO"] = str(REPO)
+        command = shlex.join(argv or [sys.executable, "-m", "gpusat_tui", "--interval", "1"])
         self.started = time.perf_counter()
+        # Everything the app writes to its terminal is copied to this file by tmux itself
+        # (``pipe-pane -O``: the pane's output), so its growth is the bytes a terminal (an
+        # SSH link) would carry.
+        self.written = root / f"{name}.out"
+        self.written.write_bytes(b"")
         self.tmux("new-session", "-d", "-s", "b", "-x", str(size[0]), "-y", str(size[1]),
                   "-c", str(app_dir), command)
         try:
+            self.tmux("pipe-pane", "-O", "-t", "b", f"cat >> {shlex.quote(str(self.written))}")
             pane_pid = int(self.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
+            self.server_pid = int(self.tmux("display", "-p", "#{pid}").strip())
             self.proc = self._find_python(psutil.Process(pane_pid))
         except BaseException:
             self.close()  # never leave a tmux server (and the dashboard) running
@@ -97,7 +110,7 @@ class Pane:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             for proc in [pane, *pane.children(recursive=True)]:
-                if "python" in proc.name():
+                if "python" in proc.name() or "nvitop" in proc.name():
                     return proc
             time.sleep(0.05)
         raise RuntimeError("gpusat-tui did not start in the tmux pane")
@@ -155,8 +168,20 @@ def live_children_cpu(proc: psutil.Process) -> dict[int, float]:
     return out
 
 
-def measure_cpu(pane: Pane, seconds: float) -> tuple[float, float, float]:
-    """(own CPU % of one core, tools' CPU % of one core, own ms per second) over ``seconds``.
+class Cost(NamedTuple):
+    """What the dashboard cost over a window: its own CPU (% of a core, ms per second), the
+    tools' it ran, the bytes per second it wrote to its terminal and the tmux server's CPU
+    (ms per second) to take them in and draw them."""
+
+    own_pct: float
+    tools_pct: float
+    own_ms: float
+    bytes_s: float
+    tmux_ms: float
+
+
+def measure_cpu(pane: Pane, seconds: float) -> Cost:
+    """The dashboard's `Cost` over ``seconds``.
 
     The tools' CPU is that of the children reaped meanwhile plus what the running ones (a
     stream such as nvidia-smi ``-lms``, reaped only when the dashboard stops) spent: a child
@@ -164,9 +189,13 @@ def measure_cpu(pane: Pane, seconds: float) -> tuple[float, float, float]:
     before = pane.proc.cpu_times()
     before_live = live_children_cpu(pane.proc)
     before_ns = run_ns(pane.proc.pid)
+    before_tmux = run_ns(pane.server_pid) or 0
+    before_bytes = pane.written.stat().st_size
     t0 = time.perf_counter()
     time.sleep(seconds)
     after_ns = run_ns(pane.proc.pid)
+    after_tmux = run_ns(pane.server_pid) or 0
+    after_bytes = pane.written.stat().st_size
     after = pane.proc.cpu_times()
     after_live = live_children_cpu(pane.proc)
     wall = time.perf_counter() - t0
@@ -177,7 +206,8 @@ def measure_cpu(pane: Pane, seconds: float) -> tuple[float, float, float]:
     tools = (after.children_user + after.children_system) - (
         before.children_user + before.children_system)
     tools += sum(cpu - before_live.get(pid, 0.0) for pid, cpu in after_live.items())
-    return 100 * own / wall, 100 * tools / wall, 1000 * own / wall
+    return Cost(100 * own / wall, 100 * tools / wall, 1000 * own / wall,
+                (after_bytes - before_bytes) / wall, (after_tmux - before_tmux) / 1e6 / wall)
 
 
 def key_latency(pane: Pane, presses: int = 10) -> list[float]:
@@ -262,22 +292,51 @@ def start_up(pane: Pane) -> tuple[float, float]:
 
 
 def run_size(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
-             app_dir: Path, label: str, views: tuple[str, ...]) -> None:
+             app_dir: Path, label: str, views: tuple[str, ...], warm: float = 3.0) -> None:
     pane = Pane(root, fake, f"{label}-{size[0]}x{size[1]}", size, app_dir)
     try:
         wall, cpu_ms = start_up(pane)
         pane.wait_for("▸")
-        time.sleep(3)  # let start-up settle: imports, first layout, the history filling
+        # Let start-up settle (imports, first layout); with --warm, until the charts are full
+        # (a sweep chart changes fewer cells before its first wrap).
+        time.sleep(warm)
         for view in views:
             if view == "card":
                 pane.tmux("send-keys", "-t", "b", "o")
                 time.sleep(2)
-            own, tools, ms = measure_cpu(pane, seconds)
-            print(f"{label:8s} {size[0]:3d}x{size[1]:<3d} {view:9s} monitor {own:5.2f}% of a "
-                  f"core ({ms:5.2f} ms CPU/s); tools {tools:4.2f}%; start-up {wall:.2f} s, "
-                  f"{cpu_ms:.0f} ms CPU", flush=True)
+            cost = measure_cpu(pane, seconds)
+            print(f"{label:8s} {size[0]:3d}x{size[1]:<3d} {view:9s} monitor {cost.own_ms:5.2f} ms"
+                  f" CPU/s; to the terminal {cost.bytes_s / 1024:5.2f} KiB/s, tmux server "
+                  f"{cost.tmux_ms:5.2f} ms CPU/s; tools {cost.tools_pct:4.2f}%; start-up "
+                  f"{wall:.2f} s, {cpu_ms:.0f} ms CPU; load {os.getloadavg()[0]:.1f}",
+                  flush=True)
     finally:
         pane.close()
+
+
+def nvml_peer(root: Path, fake: FakeBin, size: tuple[int, int], seconds: float,
+              peer_python: str, rounds: int, warm: float = 5.0) -> None:
+    """The dashboard and nvitop (run by ``peer_python``) back to back, both reading the same
+    8 fake NVML GPUs (benchmarks/fake_nvml_site), at 1 Hz, ``rounds`` times interleaved."""
+    runs = {
+        "gpusat": ([sys.executable, "-m", "gpusat_tui", "--interval", "1"], "▸"),
+        "nvitop": ([peer_python, "-m", "nvitop", "--monitor", "full", "--interval", "1"],
+                   "NVITOP"),
+    }
+    for r in range(rounds):
+        for label, (argv, ready) in runs.items():
+            pane = Pane(root, fake, f"{label}-{r}-{size[0]}x{size[1]}", size, REPO, argv,
+                        fake_nvml=True)
+            try:
+                pane.wait_for(ready)
+                time.sleep(warm)  # both get the same; --warm 70: the sweep charts full
+                cost = measure_cpu(pane, seconds)
+                print(f"NVML {label:7s} {size[0]:3d}x{size[1]:<3d} round {r + 1}: "
+                      f"{cost.own_ms:5.2f} ms CPU/s; to the terminal "
+                      f"{cost.bytes_s / 1024:5.2f} KiB/s, tmux server {cost.tmux_ms:5.2f} ms "
+                      f"CPU/s; load {os.getloadavg()[0]:.1f}", flush=True)
+            finally:
+                pane.close()
 
 
 def main() -> int:
@@ -287,6 +346,15 @@ def main() -> int:
                         help="another checkout to measure back to back (e.g. main)")
     parser.add_argument("--sizes", nargs="*", default=[f"{w}x{h}" for w, h in SIZES])
     parser.add_argument("--hung", action="store_true", help="also the hung-tool case")
+    parser.add_argument("--warm", type=float, default=3.0,
+                        help="seconds before measuring (more than a chart's width in polls: "
+                             "the charts full)")
+    parser.add_argument("--views", nargs="+", default=["overview", "card"])
+    parser.add_argument("--nvml-peer", default=None, metavar="PYTHON",
+                        help="an interpreter with nvitop installed: compare with it on fake NVML")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=1,
+                        help="passes per size, interleaved with --compare's")
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--polls", type=int, default=20,
                         help="polls (at 1 Hz) per mode in the breakdown")
@@ -302,19 +370,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         fake = make_bin(root, hung=False)
+        if args.nvml_peer:
+            for size in sizes:
+                nvml_peer(root, fake, size, args.seconds, args.nvml_peer, args.rounds,
+                          args.warm)
+            return 0
         for size in sizes:
-            if args.compare is not None:
-                run_size(root, fake, size, args.seconds, args.compare, "compare",
-                         ("overview", "card"))
-            run_size(root, fake, size, args.seconds, REPO, "this", ("overview", "card"))
+            for _ in range(args.passes):  # interleaved: both trees see the same load drift
+                if args.compare is not None:
+                    run_size(root, fake, size, args.seconds, args.compare, "compare",
+                             tuple(args.views), args.warm)
+                run_size(root, fake, size, args.seconds, REPO, "this", tuple(args.views),
+                         args.warm)
         if args.hung:
             pane = Pane(root, make_bin(root, True), "hung")
             try:
                 pane.wait_for("GPU-Util")
                 time.sleep(3)
-                own, tools, ms = measure_cpu(pane, args.seconds)
-                print(f"8 cards + hung hy-smi    monitor {own:5.2f}% of a core ({ms:.1f} ms "
-                      f"CPU/s); tools it ran {tools:5.2f}%")
+                cost = measure_cpu(pane, args.seconds)
+                print(f"8 cards + hung hy-smi    monitor {cost.own_pct:5.2f}% of a core "
+                      f"({cost.own_ms:.1f} ms CPU/s); tools it ran {cost.tools_pct:5.2f}%")
                 status = pane.screen().splitlines()[-2]
                 print(f"  status line: {status.strip()}")
                 lat = key_latency(pane)

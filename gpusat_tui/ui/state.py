@@ -25,6 +25,9 @@ class CardHistory:
     util: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
     mem: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
     power: deque[float | None] = field(default_factory=lambda: deque(maxlen=HISTORY_POINTS))
+    #: Points ever added (the deques keep the last `HISTORY_POINTS`): where a sweep chart
+    #: draws the newest one.
+    pushed: int = 0
 
 
 @dataclass
@@ -46,6 +49,7 @@ class DashboardState:
             history.mem.append(card.mem_pct)
             frac = card.power_frac
             history.power.append(100.0 * frac if frac is not None else card.power_w)
+            history.pushed += 1
 
     def reset(self) -> None:
         """Forget everything (a replay seek makes old points lie about the new position)."""

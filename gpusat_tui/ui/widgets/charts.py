@@ -77,6 +77,39 @@ def time_axis(width: int, interval_s: float | None) -> str:
     return "".join(cells)
 
 
+def sweep_axis(width: int, interval_s: float | None, pushed: int) -> str:
+    """The time axis of a sweep chart (`spark.sweep_rows`): ``now`` ending under the newest
+    point and, after the blank column ahead of it, the age of the oldest point shown
+    (``-2m38s``, or ``-158 polls`` without a known interval). Exactly ``width`` characters.
+
+    Both labels move one column a poll with the sweep: a few cells to send, where fixed ticks
+    (``-1m``) under moving data would say a different time each poll, and ticks moving with the
+    data would change the whole row.
+    """
+    if width <= 0:
+        return ""
+    cells = [" "] * width
+    newest = (pushed - 1) % width if pushed > 0 else -1
+    if newest < 0:
+        return "".join(cells)
+
+    def put(col: int, label: str) -> None:
+        if col >= 0 and col + len(label) <= width and all(
+                c == " " for c in cells[max(col - 1, 0):col + len(label) + 1]):
+            cells[col:col + len(label)] = label
+
+    now = "now"
+    put(max(newest + 1 - len(now), 0), now)
+    shown = min(pushed, width - 1)
+    if shown >= 2:
+        age = shown - 1
+        label = (f"-{duration(age * interval_s)}" if interval_s and interval_s > 0
+                 else f"-{age} polls")
+        # The oldest point shown: after the blank column, or column 0 before the first wrap.
+        put((newest + 2) % width if pushed >= width else 0, label)
+    return "".join(cells)
+
+
 def span_min_max(values: Sequence[float | None], width: int) -> tuple[float, float] | None:
     """Min and max of the last ``width`` figures (those a chart ``width`` wide shows)."""
     if width <= 0:

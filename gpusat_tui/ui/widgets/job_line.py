@@ -32,6 +32,11 @@ def job_summary(jobs: Sequence[JobContext], energy: EnergyMeter) -> tuple[str, s
     return who, format_energy(total)
 
 
+def _shown(verdict: Verdict) -> tuple[str, str | None, str]:
+    """What the job line shows of a verdict: its kind, cause and first reason."""
+    return verdict.kind, verdict.cause, verdict.why[0] if verdict.why else ""
+
+
 class JobLine(LineWidget):
     """The job's verdict above the cards (jobs on more than one card, or any job whose
     scheduler context is known), one widget:
@@ -61,10 +66,12 @@ class JobLine(LineWidget):
 
     def show(self, n_cards: int, verdict: Verdict, probe: str = "", who: str = "",
              energy: str = "") -> None:
-        shown = (self.n_cards, self.verdict, self.probe, self.who, self.energy)
-        if (n_cards, verdict, probe, who, energy) != shown:
-            self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
-            self.who, self.energy = who, energy
+        # Only what the line shows decides a repaint: the verdict's figures (confidence, its
+        # other reasons) move every poll, and each repaint resent the whole line (~0.3 KiB).
+        before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy)
+        self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
+        self.who, self.energy = who, energy
+        if (n_cards, *_shown(verdict), probe, who, energy) != before:
             self.refresh()
 
     def _parts(self) -> list[tuple[str, str]]:

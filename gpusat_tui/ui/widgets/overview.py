@@ -31,7 +31,7 @@ from gpusat_tui.ui.widgets.cards import host_tag, util_label
 from gpusat_tui.ui.widgets.charts import gpm_text, throttle_reasons
 from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
 from gpusat_tui.ui.widgets.panel import POWER_TOP_PCT
-from gpusat_tui.ui.widgets.spark import spark_rows
+from gpusat_tui.ui.widgets.spark import sweep_rows
 
 #: Columns of a block's labels (``GPU-Util 100% ``); the chart takes the rest of the block.
 LABEL_W = 14
@@ -133,6 +133,8 @@ class Block:
     power_mark: float | None
     mem_label: str = ""
     mem: tuple[float | None, ...] = ()
+    #: Points ever added to the card's history: where the sweep's newest column is.
+    pushed: int = 0
 
 
 def block_for(card: CardReading, verdict: Verdict | None, history: CardHistory | None,
@@ -172,6 +174,7 @@ def block_for(card: CardReading, verdict: Verdict | None, history: CardHistory |
         power_mark=mark,
         mem_label=f"VRAM {fmt(card.mem_pct, '%')}",
         mem=tuple(hist.mem),
+        pushed=max(hist.pushed, len(hist.util)),
     )
 
 
@@ -268,7 +271,8 @@ class CardGrid(PlannedLines):
             if n_rows <= 0 or chart_w <= 0:
                 continue
             labels = [label, extra]
-            for row, text in enumerate(spark_rows(values, chart_w, n_rows, top, mark)):
+            rows_drawn = sweep_rows(values, block.pushed, chart_w, n_rows, top, mark)
+            for row, text in enumerate(rows_drawn):
                 head = labels[row] if row < len(labels) else ""
                 lines.append(((cut(head, LABEL_W - 1) + " ", "cardgrid--label"),
                               (text, part)))

@@ -32,12 +32,12 @@ from gpusat_tui.ui.widgets.cards import util_label
 from gpusat_tui.ui.widgets.charts import (
     gpm_text,
     span_min_max,
+    sweep_axis,
     throttle_reasons,
-    time_axis,
 )
 from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut, cut_at_word
 from gpusat_tui.ui.widgets.processes import probe_row
-from gpusat_tui.ui.widgets.spark import spark_rows
+from gpusat_tui.ui.widgets.spark import sweep_rows
 from gpusat_tui.ui.widgets.why_view import WhyView
 
 #: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
@@ -79,6 +79,8 @@ class PanelData:
     probe: str = ""
     #: Energy since the dashboard started ("1.2 kWh", "no power figures"; "" not known yet).
     energy: str = ""
+    #: Points ever added to the card's history: where the sweep's newest column is.
+    pushed: int = 0
 
 
 CHART_PARTS = ("cardpanel--util", "cardpanel--power", "cardpanel--mem")
@@ -161,10 +163,11 @@ class CardPanel(PlannedLines):
         rows, per_chart_axis, shared_axis = chart_layout(
             height, not self.why_open, self._extra_lines()
         )
-        axis: Line = ((time_axis(width, data.interval_s), "cardpanel--axis"),)
+        axis: Line = ((sweep_axis(width, data.interval_s, data.pushed), "cardpanel--axis"),)
         for chart, n_rows in zip(data.charts, rows, strict=False):
             lines.append(self._header(chart, width))
-            for row in spark_rows(chart.values, width, n_rows, chart.top, chart.mark):
+            for row in sweep_rows(chart.values, data.pushed, width, n_rows, chart.top,
+                                  chart.mark):
                 lines.append(((row, chart.part),))
             if per_chart_axis:
                 lines.append(axis)
@@ -200,7 +203,7 @@ class CardPanel(PlannedLines):
             left.append((f"  {chart.extra}", "cardpanel--extra"))
         if chart.warn:
             left.append((f"  {chart.warn}", "cardpanel--warn"))
-        span = span_min_max(chart.values, width)
+        span = span_min_max(chart.values, width - 1)  # a sweep shows width - 1 points
         right = ""
         if span is not None:
             low, high = span
@@ -304,6 +307,7 @@ def panel_data(
         interval_s=interval_s,
         probe=card_probe_text(probes, allocator=kind == "fragmenting", span_s=span_s),
         energy=_energy_text(energy),
+        pushed=max(hist.pushed, len(hist.util)),
     )
 
 

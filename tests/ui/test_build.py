@@ -158,7 +158,8 @@ async def test_the_command_line_app_freezes_its_start_up_heap_once(tmp_path: Pat
         plain = GpusatApp(ReplaySource(session, speed=64.0))  # as tests and embedders make it
         async with plain.run_test(size=(100, 30)) as pilot:
             await settle(pilot, lambda: plain.frames_shown >= FREEZE_HEAP_AFTER + 1)
-        assert gc.get_freeze_count() == frozen_before
+        # Not more than before: objects another test left frozen may be freed meanwhile.
+        assert gc.get_freeze_count() <= frozen_before
         app = build_app(parse("--replay", str(session), "--speed", "64"))
         assert app.freeze_heap
         async with app.run_test(size=(100, 30)) as pilot:

@@ -200,7 +200,11 @@ def process_text(
     text = Text(no_wrap=True, overflow="ellipsis")
     if card_id:
         text.append(f"{clean(card_id, 40)}: ", style="bold")
-    text.append(process_summary(processes), style="bold")
+    if processes or not probes:
+        text.append(process_summary(processes), style="bold")
+    else:  # probed, yet no process of it seen: "no training process found" would contradict
+        text.append("its trainer's processes are not visible here (another PID namespace, or "
+                    "not readable); its probe reports it", style="bold")
     summary = probe_summary(probes, span_s)
     text.append("\n")
     if summary:

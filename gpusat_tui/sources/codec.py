@@ -183,11 +183,20 @@ class PartsStream(LogicalRaw):
         self._size = total
 
     def add_part(self, path: Path) -> None:
-        """Append a part that appeared later (rotation while following)."""
+        """Append a part that appeared later (rotation while following).
+
+        The recorder creates a part and then writes its header: until the header line is
+        whole, the part is refused (`RecordingError`; try again later), since its first bytes
+        cannot yet tell its format nor where its frames start.
+        """
         raw = _open_raw(path)
+        skip = self._header_len(raw)
+        if not skip:
+            raw.close()
+            raise RecordingError(f"{path} has no whole header line yet")
         self.paths.append(path)
         self._raws.append(raw)
-        self._skips.append(self._header_len(raw))
+        self._skips.append(skip)
         self._layout()
 
     def refresh(self) -> bool:
@@ -305,7 +314,7 @@ def session_paths(
             paths.append(Path(text))
     if with_parts and paths:
         n = 1
-        while (candidate := part_path(paths[0], n)).exists():
+        while (candidate := part_path(paths[0], n)).exists() and _has_header_line(candidate):
             if candidate not in paths:
                 paths.append(candidate)
             n += 1
@@ -313,6 +322,19 @@ def session_paths(
     if len(unique) < 2:
         return unique
     return sorted(unique, key=lambda p: (*_order_key(p), p.name))
+
+
+def _has_header_line(path: Path) -> bool:
+    """Whether a part's first line is whole: a part being created (empty, or its header half
+    written) is not yet part of the session a follower reads."""
+    try:
+        raw = _open_raw(path)
+    except RecordingError:
+        return False
+    try:
+        return PartsStream._header_len(raw) > 0
+    finally:
+        raw.close()
 
 
 def _order_key(path: Path) -> tuple[float, int]:

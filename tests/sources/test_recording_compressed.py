@@ -314,6 +314,59 @@ def test_follow_reads_what_a_live_recorder_appends_across_rotation(
     assert len(session_paths(path, with_parts=True)) >= 2, "the recorder rotated meanwhile"
 
 
+@pytest.mark.parametrize("fmt", list(SUFFIXES))
+@pytest.mark.parametrize("written", [0, 3, 20])
+@pytest.mark.parametrize("moment", ["at-start", "while-following"])
+def test_follow_waits_for_a_new_part_to_have_its_header(
+    tmp_path: Path, fmt: str, written: int, moment: str
+) -> None:
+    """The recorder creates a part, then writes its header: a follower that looks in between
+    (an empty file, a few bytes, a header half written), when it starts or while it follows,
+    waits for the header instead of refusing the session or misreading the part."""
+    made = tmp_path / "made"
+    made.mkdir()
+    rec = record(made / f"run{SUFFIXES[fmt]}", 60, max_bytes=4 * 1024)
+    assert len(rec.parts) >= 2
+    first, second = rec.parts[0].read_bytes(), rec.parts[1].read_bytes()
+    n_first, n_second = len(frames_of(rec.parts[0])[0]), len(frames_of(rec.parts[1])[0])
+    base = tmp_path / f"run{SUFFIXES[fmt]}"
+    base.write_bytes(first)
+    part1 = part_path(base, 1)
+    if moment == "at-start":
+        part1.write_bytes(second[:written])  # created, header not (all) written yet
+
+    async def follow() -> list[int]:
+        src = ReplaySource(base, realtime=False, follow=True, follow_poll_s=0.01)
+        seen: list[int] = []
+
+        async def collect() -> None:
+            async for frame in src.frames():
+                seen.append(frame.seq)
+                if len(seen) == n_first + n_second:
+                    return
+
+        async def finish_part() -> None:
+            # at_end is set before the follower first looks for the next part, and this task
+            # runs only while the follower awaits: by then it has looked at least once.
+            while not (src.at_end and len(seen) == n_first):
+                await asyncio.sleep(0.005)
+            if moment == "while-following":
+                part1.write_bytes(second[:written])
+                # Timers fire in deadline order: after a few of these naps as long as the
+                # follower's, it has looked at the unfinished part again, however busy the host.
+                for _ in range(4):
+                    await asyncio.sleep(0.01)
+            part1.write_bytes(second)
+
+        try:
+            await asyncio.wait_for(asyncio.gather(collect(), finish_part()), timeout=30)
+        finally:
+            await src.aclose()
+        return seen
+
+    assert asyncio.run(follow()) == list(range(n_first + n_second))
+
+
 # -- command line -----------------------------------------------------------------------------
 
 

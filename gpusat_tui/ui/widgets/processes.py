@@ -243,8 +243,12 @@ def process_text(
     return text
 
 
-#: Polls a shorter process list must last before the panel gives its rows back.
-SHRINK_AFTER_POLLS = 30
+#: Polls a shorter process list must last before the panel gives its rows back (5 minutes at
+#: 1 Hz). Each change of the panel's height changes the charts' and repaints all of them (a
+#: trainer appearing under the 160x50 overview: ~38 KB to the terminal at once, ~2 KB a poll
+#: otherwise); with 30 polls, jobs starting and ending on a shared node did that every minute.
+#: Cost: up to a few blank rows under the charts for 5 minutes after a job's workers end.
+SHRINK_AFTER_POLLS = 300
 
 
 class ProcessPanel(CachedStatic):

@@ -121,7 +121,7 @@ def test_card_probe_text() -> None:
                        step_ms=211.0, samples_per_s=590.0)
     assert card_probe_text([]) == ""
     assert card_probe_text([rank]) == (
-        "trainer rank 2 · wait 61% · 211 ms/step · 590 samples/s"
+        "trainer rank 2 · wait 61% · step 211 ms · 590 samples/s"
         " (card guessed from the local rank)")
     tied = rank.model_copy(update={"tie": "device"})
     assert card_probe_text([tied, tied]).endswith("590 samples/s · +1 more")

@@ -242,7 +242,7 @@ def card_probe_text(
     probes: Sequence[ProbeSample], *, allocator: bool = False, span_s: float | None = None
 ) -> str:
     """The trainer that drives a card, as its probe measured it:
-    ``trainer rank 1 · wait 61% · 211 ms/step · 590 samples/s`` (``+1 more`` when several
+    ``trainer rank 1 · wait 61% · step 211 ms · 590 samples/s`` (``+1 more`` when several
     processes drive it; ``tie guessed`` where the card was only guessed from the local rank)."""
     if not probes:
         return ""

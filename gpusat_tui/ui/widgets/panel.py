@@ -1,7 +1,7 @@
 """The selected card in full: three charts that share the panel's height and width.
 
 ``nvidia:0 61°C NVIDIA H100 …                       SATURATED``
-``GPU-Util 87%  SM 38 % · tensor 22 %            min 12%  max 97%``
+``GPU-Util 87% · SM 38% · tensor 22%              min 12%  max 97%``
 ``▁▂▃▅▇███…`` (as many rows as the panel gives)
 ``-2m                 -1m                  now``
 then power (% of cap, the cap a dotted line) and VRAM alike, and the first reason.
@@ -39,6 +39,9 @@ from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut, cut_at_word
 from gpusat_tui.ui.widgets.processes import probe_row
 from gpusat_tui.ui.widgets.spark import sweep_rows
 from gpusat_tui.ui.widgets.why_view import WhyView
+
+#: Between the figures of a chart's header (``GPU-Util 88% · SM 53% · tensor 26%``).
+HEADER_SEP = " · "
 
 #: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
 #: itself is a line inside the chart, not its edge.
@@ -198,11 +201,12 @@ class CardPanel(PlannedLines):
 
     @staticmethod
     def _header(chart: Chart, width: int) -> Line:
+        # One separator between every figure of the header, as within each: a run of spaces
+        # read as nothing beside a figure ("88%SM 53%", "W┈ cap").
         left: list[tuple[str, str]] = [(chart.label, "cardpanel--head")]
-        if chart.extra:
-            left.append((f"  {chart.extra}", "cardpanel--extra"))
-        if chart.warn:
-            left.append((f"  {chart.warn}", "cardpanel--warn"))
+        for text, part in ((chart.extra, "cardpanel--extra"), (chart.warn, "cardpanel--warn")):
+            if text:
+                left += [(HEADER_SEP, "cardpanel--dim"), (text, part)]
         span = span_min_max(chart.values, width - 1)  # a sweep shows width - 1 points
         right = ""
         if span is not None:

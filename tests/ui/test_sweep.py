@@ -69,6 +69,7 @@ def test_sweep_axis_is_its_width_with_now_under_the_newest(
 
 def test_sweep_axis_labels_the_oldest_point_after_the_blank_column() -> None:
     assert sweep_axis(40, 1.0, 50) == " " * 7 + "now -38s  -30s           -15s    "
+    assert sweep_axis(40, 1.0, 50, ticks=False) == " " * 7 + "now -38s" + " " * 25
     assert sweep_axis(40, None, 20).startswith("-19 polls")
 
 

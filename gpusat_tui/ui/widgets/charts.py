@@ -79,7 +79,7 @@ def time_axis(width: int, interval_s: float | None) -> str:
     return "".join(cells)
 
 
-def sweep_axis(width: int, interval_s: float | None, pushed: int) -> str:
+def sweep_axis(width: int, interval_s: float | None, pushed: int, ticks: bool = True) -> str:
     """The time axis of a sweep chart (`spark.sweep_rows`): ``now`` ending under the newest
     point, after the blank column ahead of it the age of the oldest point shown (``-2m38s``,
     or ``-158 polls`` without a known interval), and between them evenly spaced age ticks
@@ -88,6 +88,8 @@ def sweep_axis(width: int, interval_s: float | None, pushed: int) -> str:
 
     Every label moves one column a poll with the sweep: the cells of each label to send, not
     the row (a label standing still under the sweep would say a different age each poll).
+    Still, the ticks of one 135-column axis are ~120 cells a poll: ``ticks=False`` leaves
+    them out (a panel puts them under its last chart only).
     """
     if width <= 0:
         return ""
@@ -111,7 +113,7 @@ def sweep_axis(width: int, interval_s: float | None, pushed: int) -> str:
              else f"-{age} polls")
     # The oldest point shown: after the blank column, or column 0 before the first wrap.
     put((newest + 2) % width if pushed >= width else 0, label)
-    if not interval_s or interval_s <= 0:
+    if not ticks or not interval_s or interval_s <= 0:
         return "".join(cells)
     tick = next((t for t in _TICKS_S if t / interval_s >= MIN_TICK_COLUMNS), None)
     if tick is None:

@@ -166,16 +166,20 @@ class CardPanel(PlannedLines):
         rows, per_chart_axis, shared_axis = chart_layout(
             height, not self.why_open, self._extra_lines()
         )
-        axis: Line = ((sweep_axis(width, data.interval_s, data.pushed), "cardpanel--axis"),)
-        for chart, n_rows in zip(data.charts, rows, strict=False):
+        # Age ticks under the last chart only: each axis's ticks are bytes every poll (they
+        # move with the sweep), and the charts above share its time scale.
+        axis: Line = ((sweep_axis(width, data.interval_s, data.pushed, ticks=False),
+                       "cardpanel--axis"),)
+        ticked: Line = ((sweep_axis(width, data.interval_s, data.pushed), "cardpanel--axis"),)
+        for n, (chart, n_rows) in enumerate(zip(data.charts, rows, strict=False)):
             lines.append(self._header(chart, width))
             for row in sweep_rows(chart.values, data.pushed, width, n_rows, chart.top,
                                   chart.mark):
                 lines.append(((row, chart.part),))
             if per_chart_axis:
-                lines.append(axis)
+                lines.append(ticked if n == len(data.charts) - 1 else axis)
         if shared_axis and data.charts:
-            lines.append(axis)
+            lines.append(ticked)
         if not self.why_open and data.why:
             hint = "  (w: why & advice)"
             text = clean(data.why, 200)

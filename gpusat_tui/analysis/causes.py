@@ -30,7 +30,7 @@ from typing import Literal
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.progress import rate_words
 from gpusat_tui.analysis.thresholds import Thresholds
-from gpusat_tui.analysis.wording import host_line, pct, worker_line
+from gpusat_tui.analysis.wording import host_line, pct, plural, worker_line
 
 __all__ = [
     "CAUSE_RULES",
@@ -39,6 +39,7 @@ __all__ = [
     "CauseContext",
     "Finding",
     "starving_cause",
+    "workers_advice",
 ]
 
 #: Causes a ``starving`` verdict can carry.
@@ -120,6 +121,42 @@ def _host_source(ev: HostEvidence) -> str:
     return "inferred from the host side (process CPU and state figures)"
 
 
+def workers_advice(ev: HostEvidence, cores: int, th: Thresholds) -> str:
+    """More DataLoader workers only where cores are free: every trainer and worker on the host
+    counts (other jobs' too, one core each: pegged workers want one), and so does the host's
+    CPU where it says more are busy; the free cores are shared between the host's trainers,
+    and the advice is per trainer (``num_workers`` is each DataLoader's). What it costs: a
+    trainer that is not input-bound still gets its share, so the figure errs low."""
+    own = max(ev.n_trainers, 1)
+    per_loader = max(round(ev.n_workers / own), 1)
+    trainers = max(ev.host_trainers, own)
+    workers = max(ev.host_workers, ev.n_workers)
+    taken = trainers + workers
+    for busy_pct in (ev.host_cpu * cores if ev.host_cpu is not None else None,
+                     ev.host_proc_cpu):
+        if busy_pct is not None:
+            taken = max(taken, round(busy_pct / 100))
+    free = max(cores - taken, 0)
+    more_each = free // trainers
+    host = f" (host CPU {pct(ev.host_cpu)})" if ev.host_cpu is not None else ""
+    host_busy = ev.host_cpu is not None and ev.host_cpu >= th.host_busy_pct
+    if trainers == 1:
+        busy = f"about {free} free"
+    else:
+        busy = (f"{taken} of them busy with the {trainers} trainers on this host and their "
+                f"{plural(workers, 'worker')}, about {free} free")
+    if free >= 2 and more_each >= 1 and not host_busy:
+        target = min(per_loader * 2, per_loader + more_each)
+        each = f" in each of the {own} trainers" if own > 1 else ""
+        return (f"Raise DataLoader num_workers from {per_loader} towards {target}{each}: "
+                f"{cores} cores, {busy}{host}")
+    if trainers == 1 or host_busy:
+        return (f"All {cores} cores are busy{host}: more workers will not help; make each "
+                "sample cheaper")
+    return (f"{cores} cores, {busy}{host}: too few for more workers in each trainer; make "
+            "each sample cheaper")
+
+
 def input_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
     """DataLoader workers pegged, or asking for a full core (CPU % + run delay %)."""
     ev = ctx.ev
@@ -155,22 +192,7 @@ def input_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
             "torch.set_num_threads(1) in workers, and look for other jobs on this host (top)"
         )
     elif ev.cpu_count:
-        busy = ev.n_workers + 1
-        free = ev.cpu_count - busy
-        host_busy = ev.host_cpu is not None and ev.host_cpu >= th.host_busy_pct
-        if free >= 2 and not host_busy:
-            target = min(ev.cpu_count - 1, ev.n_workers * 2)
-            advice.append(
-                f"Raise DataLoader num_workers from {ev.n_workers} towards {target}: "
-                f"{ev.cpu_count} cores, about {free} not used by this job"
-                + (f" (host CPU {pct(ev.host_cpu)})" if ev.host_cpu is not None else "")
-            )
-        else:
-            advice.append(
-                f"All {ev.cpu_count} cores are busy"
-                + (f" (host CPU {pct(ev.host_cpu)})" if ev.host_cpu is not None else "")
-                + ": more workers will not help; make each sample cheaper"
-            )
+        advice.append(workers_advice(ev, ev.cpu_count, th))
     else:
         advice.append("Add DataLoader workers if the machine has idle cores")
     advice += [

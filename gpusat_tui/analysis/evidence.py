@@ -178,6 +178,13 @@ class HostEvidence:
     #: The trainer's launcher variables (its environment): world size and rank.
     world_size: int | None = None
     rank: int | None = None
+    #: Trainers tied to the card (their workers are ``n_workers``), and every trainer and
+    #: DataLoader worker on the host with their CPU summed (percent of one core), medians
+    #: across polls: advice on free cores counts the other jobs' processes too.
+    n_trainers: int = 0
+    host_trainers: int = 0
+    host_workers: int = 0
+    host_proc_cpu: float | None = None
 
     @property
     def has_processes(self) -> bool:
@@ -216,6 +223,12 @@ class PollEvidence(NamedTuple):
     input_switches: float | None = None
     world_size: int | None = None
     rank: int | None = None
+    #: Trainers tied to the card; every trainer and DataLoader worker on the host (of any
+    #: job) and their CPU summed: the cores other jobs take, for advice on free cores.
+    n_trainers: int = 0
+    host_trainers: int = 0
+    host_workers: int = 0
+    host_proc_cpu: float | None = None
 
 
 def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
@@ -273,12 +286,22 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         ),
         world_size=max(sizes) if sizes else None,
         rank=ranks[0] if ranks else None,
+        n_trainers=len(trainers),
+        host_trainers=sum(1 for p in procs if p.is_trainer),
+        host_workers=sum(1 for p in procs if p.is_worker),
+        host_proc_cpu=_summed(p.cpu for p in procs if p.is_trainer or p.is_worker),
     )
 
 
 def _summed(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
+
+
+def _median_count(counts: Sequence[int]) -> int:
+    """The median of the polls that saw any (a poll between two process scans sees none)."""
+    seen = [n for n in counts if n]
+    return round(statistics.median(seen)) if seen else 0
 
 
 def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) -> HostEvidence:
@@ -290,6 +313,7 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
             n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
             worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,
             trainer_rchar, trainer_wchar, input_rchar, input_switches, world_size, rank,
+            n_trainers, host_trainers, host_workers, host_proc_cpu,
         ) = zip(*polls, strict=True)
         ev.n_process_samples = sum(n_tied)
         ev.foreign_processes = any(foreign)
@@ -311,6 +335,10 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
         sizes = [n for n in world_size if n is not None]
         ev.world_size = max(sizes) if sizes else None
         ev.rank = next((r for r in rank if r is not None), None)
+        ev.n_trainers = _median_count(n_trainers)
+        ev.host_trainers = _median_count(host_trainers)
+        ev.host_workers = _median_count(host_workers)
+        ev.host_proc_cpu = clean_median(host_proc_cpu)
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count

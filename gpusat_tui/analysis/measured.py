@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from gpusat_tui.analysis.probe_rates import span_rates
+from gpusat_tui.analysis.probe_words import note_line, wait_sentence
 from gpusat_tui.analysis.window import num
 from gpusat_tui.model import Frame, ProbeAlloc
 
@@ -296,7 +297,7 @@ class Measured:
 
     def note_lines(self) -> list[str]:
         """What the probes say they cannot measure, one line per trainer without a wait."""
-        return [f"{r.wait_note}, said by the probe in the trainer ({r.who})"
+        return [note_line(r.wait_note, r.who)
                 for r in self.ranks if r.wait_pct is None and r.wait_note]
 
     @property
@@ -304,31 +305,10 @@ class Measured:
         return any(r.tie == "guess" for r in self.ranks)
 
     def wait_line(self, th: Thresholds) -> str:
-        r = self.main
-        wait = r.wait_pct or 0.0
-        if wait >= th.data_wait_starving_pct:
-            meaning = "the loop spends that much of its time blocked on next(dataloader)"
-        elif wait >= th.data_wait_low_pct:
-            meaning = (f"moderately input-bound (≥ {th.data_wait_low_pct:.0f} %, "
-                       f"< {th.data_wait_starving_pct:.0f} %)")
-        else:
-            meaning = "the wait is low: not waiting on data"
-        line = (f"data wait {wait:.0f} % of {r.span_s:.0f} s, measured in the trainer "
-                f"({r.who}): {meaning}")
-        extra = []
-        if r.step_ms is not None:
-            extra.append(f"step {r.step_ms:,.0f} ms")
-        if r.samples_per_s is not None:
-            extra.append(f"{r.samples_per_s:,.0f} samples/s")
-        elif r.batches_per_s is not None:
-            extra.append(f"{r.batches_per_s:,.1f} batches/s")
-        if extra:
-            line += "; " + " · ".join(extra)
-        if self.phase == "eval":
-            line += f"; phase: {PHASE_WORDS['eval']}"
-        if self.guess:
-            line += " (which card this trainer drives is a guess: local rank order)"
-        return line
+        """``why``'s line for the main rank's measured data wait (`probe_words`)."""
+        return wait_sentence(self.main, th,
+                             phase=PHASE_WORDS["eval"] if self.phase == "eval" else None,
+                             guess=self.guess)
 
     def fragmenting(self, th: Thresholds) -> list[str] | None:
         """The why lines of measured fragmentation, or None when the allocator is healthy

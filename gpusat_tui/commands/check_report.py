@@ -18,6 +18,14 @@ from pydantic import BaseModel, ConfigDict
 from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures, EnergyMeter
 from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
 from gpusat_tui.analysis.probe_rates import span_rates
+from gpusat_tui.analysis.probe_words import (
+    NO_BATCH,
+    allocator_words,
+    figures,
+    step_words,
+    throughput_words,
+    wait_words,
+)
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.model import (
     SCHEMA_VERSION,
@@ -358,27 +366,15 @@ def probe_line(probe: CheckProbe) -> str:
     step = run.step_ms if run is not None else probe.step_ms.mean
     samples = run.samples_per_s if run is not None else probe.samples_per_s.mean
     batches = run.batches_per_s if run is not None else probe.batches_per_s.mean
-    parts = []
-    if probe.data_wait_note:
-        parts.append(probe.data_wait_note)
-    elif wait is not None:
-        parts.append(f"data wait {wait:.0f} %")
-    if step is not None:
-        parts.append(f"step {step:,.0f} ms")
-    if samples is not None:
-        parts.append(f"{samples:,.0f} samples/s")
-    elif batches is not None:
-        parts.append(f"{batches:,.1f} batches/s")
     alloc = probe.alloc
-    if alloc is not None and alloc.reserved_bytes.last is not None:
-        used = alloc.allocated_bytes.last
-        parts.append(
-            f"allocator {used / 2**30:.1f}/{alloc.reserved_bytes.last / 2**30:.1f} GiB"
-            if used is not None else f"reserved {alloc.reserved_bytes.last / 2**30:.1f} GiB"
-        )
-        if alloc.alloc_retries:
-            parts.append(f"{alloc.alloc_retries} alloc retries")
-    return " · ".join(parts) or "no batch yet"
+    return figures((
+        # The probe's note outranks a figure: it says the figure is not the wait.
+        wait_words(None if probe.data_wait_note else wait, note=probe.data_wait_note),
+        step_words(step),
+        throughput_words(samples, batches),
+        allocator_words(alloc.allocated_bytes.last, alloc.reserved_bytes.last,
+                        alloc.alloc_retries) if alloc is not None else None,
+    )) or NO_BATCH
 
 
 def probe_who(pid: int, probe: CheckProbe) -> str:

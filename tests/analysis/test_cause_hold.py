@@ -58,4 +58,4 @@ def test_a_measured_span_names_the_cause_early() -> None:
     for i in range(6):
         verdict = tracker.push(frame(i, [probe(i, 5 * (i + 1))])).cards["nvidia:0"]
     assert (verdict.kind, verdict.cause) == ("starving", "input-bound")
-    assert verdict.why[0].startswith("data wait 60 % of")
+    assert verdict.why[0].startswith("data wait 60 % over the last")

@@ -258,8 +258,8 @@ def test_input_bound_why_and_advice_with_free_cores() -> None:
         verdict.why
     )
     assert verdict.advice[0] == (
-        "Raise DataLoader num_workers from 8 towards 16: 32 cores, about 23 not used by this "
-        "job (host CPU 40 %)"
+        "Raise DataLoader num_workers from 8 towards 16: 32 cores, about 19 free (host CPU "
+        "40 %)"
     )
     text = " ".join(verdict.advice)
     for word in ("pre-decode", "augmentation", "persistent_workers", "pin_memory",

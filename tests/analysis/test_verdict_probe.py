@@ -50,7 +50,8 @@ def test_a_loop_waiting_on_data_is_starving_whatever_util_says() -> None:
     frames = window([card()], [[probe(43.0, i)] for i in range(6)])
     v = judge(frames).cards["nvidia:0"]
     assert (v.kind, v.cause) == ("starving", "input-bound")
-    assert v.why[0].startswith("data wait 43 % of 5 s, measured in the trainer (PID 100)")
+    assert v.why[0].startswith(
+        "data wait 43 % over the last 5 s, measured in the trainer (PID 100)")
     assert "step 180 ms · 1,240 samples/s" in v.why[0]
     assert any("num_workers=0" in w for w in v.why)  # no workers seen: loading in the loop
 

@@ -64,8 +64,8 @@ def test_min_max_over_the_span_shown() -> None:
 def test_gpm_figures_and_throttle_reasons_from_extras() -> None:
     extras = {"sm_active_pct": 38.2, "tensor_active_pct": 22.0, "dram_active_pct": 51.0,
               "fp16_active_pct": "garbage", "throttle": "power-cap, thermal,,"}
-    assert gpm_text(extras) == "SM 38 % · tensor 22 % · DRAM 51 %"
-    assert gpm_text(extras, limit=2) == "SM 38 % · tensor 22 %"
+    assert gpm_text(extras) == "SM 38% · tensor 22% · DRAM 51%"
+    assert gpm_text(extras, limit=2) == "SM 38% · tensor 22%"
     assert gpm_text({}) == "" and gpm_text({"sm_active_pct": float("nan")}) == ""
     assert throttle_reasons(extras) == ["power-cap", "thermal"]
     assert throttle_reasons({"throttle": "\x1b[31mthermal\x07"}) == ["thermal?"]
@@ -101,7 +101,7 @@ def test_panel_data_labels_and_scales() -> None:
     hist.power.extend([85.0, 90.0])
     data = panel_data(reading, Verdict(kind="saturated", why=["busy"]), hist, 1.0)
     util, power, mem = data.charts
-    assert util.label == "GPU-Util 87%" and util.extra == "SM 38 % · tensor 22 %"
+    assert util.label == "GPU-Util 87%" and util.extra == "SM 38% · tensor 22%"
     assert power.label == "Power 90% of cap · 630/700 W" and power.mark == 100.0
     assert power.top > 100.0 and power.warn == "throttled: power-cap"
     assert mem.label == "VRAM 50% · 40/80 GiB"
@@ -121,7 +121,7 @@ def test_card_probe_text() -> None:
                        step_ms=211.0, samples_per_s=590.0)
     assert card_probe_text([]) == ""
     assert card_probe_text([rank]) == (
-        "trainer rank 2 · wait 61% · 211 ms/step · 590 samples/s"
+        "trainer rank 2 · wait 61% · step 211 ms · 590 samples/s"
         " (card guessed from the local rank)")
     tied = rank.model_copy(update={"tie": "device"})
     assert card_probe_text([tied, tied]).endswith("590 samples/s · +1 more")

@@ -45,5 +45,5 @@ async def test_title_process_panel_and_why_quote_one_wait_with_its_span() -> Non
     figures = set(re.findall(r"wait (\d+) ?%", text))
     assert figures == {"50"}, text
     spans = set(re.findall(r"wait 50% over the last (\d+) s", text))
-    quoted = set(re.findall(r"data wait 50 % of (\d+) s", text))
+    quoted = set(re.findall(r"data wait 50 % over the last (\d+) s", text))
     assert spans and spans == quoted, text

@@ -178,12 +178,12 @@ async def test_probe_figures_on_the_job_line_and_in_the_process_panel() -> None:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
         lines = screen_text(app).splitlines()
         job = lines[0]
-        assert "data wait 3–41% · step 175–180 ms · 1420 samples/s (2 ranks)" in job
+        assert "data wait 3–41% · step 175–180 ms · 1,420 samples/s (2 ranks)" in job
         text = screen_text(app)
-        assert "rank 0 nvidia:0 · wait 41% · 180 ms/step · 700 samples/s" in text
+        assert "rank 0 nvidia:0 · wait 41% · step 180 ms · 700 samples/s" in text
         assert "alloc" not in text  # no fragmenting suspected: no allocator figures
         await pilot.press("right")  # the process panel follows the selected card
-        await settle(pilot, lambda: "rank 1 nvidia:1 · wait 3% · 175 ms/step · 720 samples/s"
+        await settle(pilot, lambda: "rank 1 nvidia:1 · wait 3% · step 175 ms · 720 samples/s"
                      in screen_text(app))
 
 
@@ -223,10 +223,10 @@ async def test_the_selected_card_shows_the_rank_that_drives_it() -> None:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 1)
         panel = app.detail.panel
         assert panel.planned[1].startswith(
-            "trainer rank 0 · wait 41% · 180 ms/step · 700 samples/s")
+            "trainer rank 0 · wait 41% · step 180 ms · 700 samples/s")
         await pilot.press("right")
         await settle(pilot, lambda: app.selected == "nvidia:1")
-        assert panel.planned[1].startswith("trainer rank 1 · wait 3% · 175 ms/step")
+        assert panel.planned[1].startswith("trainer rank 1 · wait 3% · step 175 ms")
         assert "rank 0" not in "\n".join(panel.planned)
 
 

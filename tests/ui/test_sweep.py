@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -67,8 +68,37 @@ def test_sweep_axis_is_its_width_with_now_under_the_newest(
 
 
 def test_sweep_axis_labels_the_oldest_point_after_the_blank_column() -> None:
-    assert sweep_axis(40, 1.0, 50) == " " * 7 + "now -38s" + " " * 25
+    assert sweep_axis(40, 1.0, 50) == " " * 7 + "now -38s  -30s           -15s    "
+    assert sweep_axis(40, 1.0, 50, ticks=False) == " " * 7 + "now -38s" + " " * 25
     assert sweep_axis(40, None, 20).startswith("-19 polls")
+
+
+def test_sweep_axis_ticks_every_15_s_under_the_points_of_that_age() -> None:
+    width, pushed = 135, 200
+    axis = sweep_axis(width, 1.0, pushed)
+    newest = sweep_column(pushed, width)
+    for age in (15, 30, 45, 60, 75, 90, 105, 120):
+        label = f"-{age}s" if age < 60 else ("-1m" if age == 60 else f"-1m{age - 60}s")
+        if age == 120:
+            label = "-2m"
+        col = (newest - age) % width
+        start = col - len(label) // 2
+        assert axis[start:start + len(label)] == label, (age, axis)
+    # No tick straddles the blank column ahead of the newest point.
+    assert axis[(newest + 1) % width] == " "
+
+
+@pytest.mark.parametrize("interval", [1.0, 2.0, 0.5])
+def test_a_poll_moves_the_axis_labels_not_the_row(interval: float) -> None:
+    width = 135
+    for pushed in range(140, 160):
+        before, after = sweep_axis(width, interval, pushed), sweep_axis(width, interval,
+                                                                       pushed + 1)
+        changed = sum(b != a for b, a in zip(before, after, strict=True))
+        # Each label shifts by one column (or one comes or goes at the ends): only the
+        # labels' cells change.
+        assert changed <= sum(len(w) + 1 for w in before.split() + after.split())
+        assert changed < width // 2 and len(after.split()) >= 4
 
 
 def test_changed_cells_are_runs_inside_the_parts_that_changed() -> None:

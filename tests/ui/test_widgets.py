@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpusat_tui.analysis.probe_words import allocator_detail
 from gpusat_tui.model import Frame, ProbeAlloc, ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.state import HISTORY_POINTS, DashboardState
@@ -13,7 +14,6 @@ from gpusat_tui.ui.text import fmt, literal
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.processes import (
     NO_PROBE,
-    alloc_text,
     probe_row,
     probe_summary,
     process_summary,
@@ -192,20 +192,20 @@ def probe(pid: int, rank: int, **kw: object) -> ProbeSample:
 
 def test_probe_figures_per_rank_and_for_the_job() -> None:
     ranks = [probe(10, 0), probe(20, 1, data_wait_pct=4.0, step_ms=210.0)]
-    assert probe_summary(ranks) == "data wait 4–30% · step 210 ms · 1024 samples/s (2 ranks)"
+    assert probe_summary(ranks) == "data wait 4–30% · step 210 ms · 1,024 samples/s (2 ranks)"
     assert probe_summary([probe(10, 0)]) == "data wait 30% · step 210 ms · 512 samples/s"
     assert probe_summary([]) == ""
     # No samples/s (batch size unknown): batches/s; a silent probe says so.
     quiet = probe(10, 0, samples_per_s=None, age_s=12.0)
     assert probe_row(quiet) == (
-        "rank 0 nvidia:0 · wait 30% · 210 ms/step · 4.0 batches/s · silent 12 s")
+        "rank 0 nvidia:0 · wait 30% · step 210 ms · 4.0 batches/s · silent 12 s")
     assert probe_summary([quiet]).endswith("· probe silent 12 s")
     assert probe_summary([ProbeSample(pid=5)]) == "probe: no batch yet"
     alloc = ProbeAlloc(allocated_bytes=61 * GIB, reserved_bytes=70 * GIB,
                        inactive_split_bytes=3 * GIB, alloc_retries=4, ooms=0)
-    assert alloc_text(probe(1, 0, alloc=alloc)) == (
+    assert allocator_detail(probe(1, 0, alloc=alloc).alloc) == (
         "alloc 61.0 GiB · reserved 70.0 GiB · split 3.0 GiB · 4 retries · 0 OOMs")
-    assert alloc_text(probe(1, 0)) == "allocator: no figures"
+    assert allocator_detail(probe(1, 0).alloc) == "allocator: no figures"
 
 
 def test_process_text_puts_each_ranks_figures_on_its_trainer_row() -> None:
@@ -218,11 +218,11 @@ def test_process_text_puts_each_ranks_figures_on_its_trainer_row() -> None:
     alloc = ProbeAlloc(allocated_bytes=2 * GIB, reserved_bytes=4 * GIB)
     ranks = [probe(10, 0, alloc=alloc), probe(99, 1, card_id="[red]x[/]", alloc=alloc)]
     lines = process_text(procs, probes=ranks).plain.splitlines()
-    assert lines[1] == "probe data wait 30–31% · step 210–211 ms · 1024 samples/s (2 ranks)"
+    assert lines[1] == "probe data wait 30–31% · step 210–211 ms · 1,024 samples/s (2 ranks)"
     # A rank whose process the scan did not find still shows (first), its card id literal.
-    assert lines[2] == ("probed       99 rank 1 [red]x[/] · wait 31% · 211 ms/step · "
+    assert lines[2] == ("probed       99 rank 1 [red]x[/] · wait 31% · step 211 ms · "
                         "512 samples/s")
-    assert lines[3].endswith("python train.py  rank 0 nvidia:0 · wait 30% · 210 ms/step · "
+    assert lines[3].endswith("python train.py  rank 0 nvidia:0 · wait 30% · step 210 ms · "
                              "512 samples/s")
     # Allocator figures only where fragmenting is suspected (the caller decides per rank).
     lines = process_text(procs, probes=ranks,

@@ -25,6 +25,8 @@ GPM_FIELDS: tuple[tuple[str, str], ...] = (
 
 #: Tick spacings for the time axis, in seconds: the finest that leaves room between labels.
 _TICKS_S = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600)
+#: The fewest columns between two age ticks of a sweep axis (a label and room around it).
+MIN_TICK_COLUMNS = 12
 
 
 def duration(seconds: float) -> str:
@@ -77,14 +79,17 @@ def time_axis(width: int, interval_s: float | None) -> str:
     return "".join(cells)
 
 
-def sweep_axis(width: int, interval_s: float | None, pushed: int) -> str:
+def sweep_axis(width: int, interval_s: float | None, pushed: int, ticks: bool = True) -> str:
     """The time axis of a sweep chart (`spark.sweep_rows`): ``now`` ending under the newest
-    point and, after the blank column ahead of it, the age of the oldest point shown
-    (``-2m38s``, or ``-158 polls`` without a known interval). Exactly ``width`` characters.
+    point, after the blank column ahead of it the age of the oldest point shown (``-2m38s``,
+    or ``-158 polls`` without a known interval), and between them evenly spaced age ticks
+    (``-15s``, ``-30s``...: the finest of `_TICKS_S` at least `MIN_TICK_COLUMNS` apart),
+    each centred under the point of that age. Exactly ``width`` characters.
 
-    Both labels move one column a poll with the sweep: a few cells to send, where fixed ticks
-    (``-1m``) under moving data would say a different time each poll, and ticks moving with the
-    data would change the whole row.
+    Every label moves one column a poll with the sweep: the cells of each label to send, not
+    the row (a label standing still under the sweep would say a different age each poll).
+    Still, the ticks of one 135-column axis are ~120 cells a poll: ``ticks=False`` leaves
+    them out (a panel puts them under its last chart only).
     """
     if width <= 0:
         return ""
@@ -101,12 +106,30 @@ def sweep_axis(width: int, interval_s: float | None, pushed: int) -> str:
     now = "now"
     put(max(newest + 1 - len(now), 0), now)
     shown = min(pushed, width - 1)
-    if shown >= 2:
-        age = shown - 1
-        label = (f"-{duration(age * interval_s)}" if interval_s and interval_s > 0
-                 else f"-{age} polls")
-        # The oldest point shown: after the blank column, or column 0 before the first wrap.
-        put((newest + 2) % width if pushed >= width else 0, label)
+    if shown < 2:
+        return "".join(cells)
+    age = shown - 1
+    label = (f"-{duration(age * interval_s)}" if interval_s and interval_s > 0
+             else f"-{age} polls")
+    # The oldest point shown: after the blank column, or column 0 before the first wrap.
+    put((newest + 2) % width if pushed >= width else 0, label)
+    if not ticks or not interval_s or interval_s <= 0:
+        return "".join(cells)
+    tick = next((t for t in _TICKS_S if t / interval_s >= MIN_TICK_COLUMNS), None)
+    if tick is None:
+        return "".join(cells)
+    k = tick
+    while round(k / interval_s) < age:
+        col = newest - round(k / interval_s)
+        if col < 0:
+            col += width  # the older points, right of the blank column
+        text = f"-{duration(k)}"
+        start = col - len(text) // 2
+        # A label across the blank column would sit under points of two sweeps.
+        gap = (newest + 1) % width
+        if not start <= gap < start + len(text):
+            put(start, text)
+        k += tick
     return "".join(cells)
 
 
@@ -129,12 +152,13 @@ def _number(value: object) -> float | None:
 
 
 def gpm_text(extras: Mapping[str, object], limit: int = 3) -> str:
-    """``SM 38 % · tensor 22 %`` from the GPM figures present (at most ``limit``); else ""."""
+    """``SM 38% · tensor 22%`` from the GPM figures present (at most ``limit``); else "".
+    Written as the utilisation beside it (``GPU-Util 87%``)."""
     parts = []
     for key, name in GPM_FIELDS:
         value = _number(extras.get(key))
         if value is not None:
-            parts.append(f"{name} {value:.0f} %")
+            parts.append(f"{name} {value:.0f}%")
         if len(parts) >= limit:
             break
     return " · ".join(parts)

@@ -1,7 +1,7 @@
 """The selected card in full: three charts that share the panel's height and width.
 
 ``nvidia:0 61°C NVIDIA H100 …                       SATURATED``
-``GPU-Util 87%  SM 38 % · tensor 22 %            min 12%  max 97%``
+``GPU-Util 87% · SM 38% · tensor 22%              min 12%  max 97%``
 ``▁▂▃▅▇███…`` (as many rows as the panel gives)
 ``-2m                 -1m                  now``
 then power (% of cap, the cap a dotted line) and VRAM alike, and the first reason.
@@ -39,6 +39,9 @@ from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut, cut_at_word
 from gpusat_tui.ui.widgets.processes import probe_row
 from gpusat_tui.ui.widgets.spark import sweep_rows
 from gpusat_tui.ui.widgets.why_view import WhyView
+
+#: Between the figures of a chart's header (``GPU-Util 88% · SM 53% · tensor 26%``).
+HEADER_SEP = " · "
 
 #: Power charts are drawn to this share of the cap, so boost above the cap shows and the cap
 #: itself is a line inside the chart, not its edge.
@@ -163,16 +166,20 @@ class CardPanel(PlannedLines):
         rows, per_chart_axis, shared_axis = chart_layout(
             height, not self.why_open, self._extra_lines()
         )
-        axis: Line = ((sweep_axis(width, data.interval_s, data.pushed), "cardpanel--axis"),)
-        for chart, n_rows in zip(data.charts, rows, strict=False):
+        # Age ticks under the last chart only: each axis's ticks are bytes every poll (they
+        # move with the sweep), and the charts above share its time scale.
+        axis: Line = ((sweep_axis(width, data.interval_s, data.pushed, ticks=False),
+                       "cardpanel--axis"),)
+        ticked: Line = ((sweep_axis(width, data.interval_s, data.pushed), "cardpanel--axis"),)
+        for n, (chart, n_rows) in enumerate(zip(data.charts, rows, strict=False)):
             lines.append(self._header(chart, width))
             for row in sweep_rows(chart.values, data.pushed, width, n_rows, chart.top,
                                   chart.mark):
                 lines.append(((row, chart.part),))
             if per_chart_axis:
-                lines.append(axis)
+                lines.append(ticked if n == len(data.charts) - 1 else axis)
         if shared_axis and data.charts:
-            lines.append(axis)
+            lines.append(ticked)
         if not self.why_open and data.why:
             hint = "  (w: why & advice)"
             text = clean(data.why, 200)
@@ -198,11 +205,12 @@ class CardPanel(PlannedLines):
 
     @staticmethod
     def _header(chart: Chart, width: int) -> Line:
+        # One separator between every figure of the header, as within each: a run of spaces
+        # read as nothing beside a figure ("88%SM 53%", "W┈ cap").
         left: list[tuple[str, str]] = [(chart.label, "cardpanel--head")]
-        if chart.extra:
-            left.append((f"  {chart.extra}", "cardpanel--extra"))
-        if chart.warn:
-            left.append((f"  {chart.warn}", "cardpanel--warn"))
+        for text, part in ((chart.extra, "cardpanel--extra"), (chart.warn, "cardpanel--warn")):
+            if text:
+                left += [(HEADER_SEP, "cardpanel--dim"), (text, part)]
         span = span_min_max(chart.values, width - 1)  # a sweep shows width - 1 points
         right = ""
         if span is not None:
@@ -242,7 +250,7 @@ def card_probe_text(
     probes: Sequence[ProbeSample], *, allocator: bool = False, span_s: float | None = None
 ) -> str:
     """The trainer that drives a card, as its probe measured it:
-    ``trainer rank 1 · wait 61% · 211 ms/step · 590 samples/s`` (``+1 more`` when several
+    ``trainer rank 1 · wait 61% · step 211 ms · 590 samples/s`` (``+1 more`` when several
     processes drive it; ``tie guessed`` where the card was only guessed from the local rank)."""
     if not probes:
         return ""

@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from gpusat_tui.analysis.measured import sample_phase
+from gpusat_tui.analysis.probe_words import (
+    NO_BATCH,
+    allocator_detail,
+    figures,
+    framework_words,
+    silent_words,
+    step_words,
+    throughput_words,
+    wait_words,
+)
 from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.text import fmt
@@ -65,27 +75,6 @@ def card_processes(
 #: Said where no trainer runs the probe: the figures below are the host's view only.
 NO_PROBE = "no probe: start the job with `gpusat-tui run -- ...` to measure data wait"
 
-#: A probe figure older than this many seconds is marked as such (the trainer may be stuck).
-PROBE_STALE_S = 5.0
-
-_GIB = 1024.0**3
-
-
-def _span(values: list[float], unit: str, digits: int = 0) -> str:
-    low, high = min(values), max(values)
-    if round(low, digits) == round(high, digits):
-        return f"{high:.{digits}f}{unit}"
-    return f"{low:.{digits}f}–{high:.{digits}f}{unit}"
-
-
-def _rate(value: float) -> str:
-    return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
-
-
-def span_words(span_s: float | None) -> str:
-    """`` over the last 11 s`` for a windowed figure; "" for the probe's own latest one."""
-    return f" over the last {span_s:.0f} s" if span_s else ""
-
 
 def windowed(
     probes: list[ProbeSample], ranks: Mapping[int, Rank]
@@ -106,79 +95,48 @@ def windowed(
 
 def probe_summary(probes: list[ProbeSample], span_s: float | None = None) -> str:
     """The job as the probe measured it: ``data wait 12–34% over the last 11 s · step
-    205–230 ms · 2.0k samples/s (4 ranks)``; "" without probes (the caller says `NO_PROBE`).
+    205–230 ms · 2,048 samples/s (4 ranks)``; "" without probes (the caller says `NO_PROBE`).
     ``span_s``: the window the waits were measured over (`windowed`)."""
     if not probes:
         return ""
-    parts = []
-    waits = [p.data_wait_pct for p in probes if p.data_wait_pct is not None]
-    if waits:
-        parts.append(f"data wait {_span(waits, '%')}{span_words(span_s)}")
-    steps = [p.step_ms for p in probes if p.step_ms is not None]
-    if steps:
-        parts.append(f"step {_span(steps, ' ms')}")
     samples = [p.samples_per_s for p in probes if p.samples_per_s is not None]
     batches = [p.batches_per_s for p in probes if p.batches_per_s is not None]
-    if samples:
-        parts.append(f"{_rate(sum(samples))} samples/s")
-    elif batches:
-        parts.append(f"{sum(batches):.1f} batches/s")
-    if not parts:
-        parts.append("probe: no batch yet")
+    summary = figures((
+        wait_words([p.data_wait_pct for p in probes if p.data_wait_pct is not None],
+                   span_s=span_s, tight=True),
+        step_words([p.step_ms for p in probes if p.step_ms is not None]),
+        throughput_words(sum(samples) if samples else None,
+                         sum(batches) if batches else None, tight=True),
+    )) or f"probe: {NO_BATCH}"
     if any(sample_phase(p) == "eval" for p in probes):
         # Batches without optimizer steps after steps were counted: an evaluation, not a
         # stalled job (a loop that never stepped an optimizer is not said to be in one).
-        parts.append("eval")
-    summary = " · ".join(parts)
+        summary += " · eval"
     if len(probes) > 1:
         summary += f" ({len(probes)} ranks)"
-    stale = [p.age_s for p in probes if p.age_s is not None and p.age_s > PROBE_STALE_S]
-    if stale:
-        summary += f" · probe silent {max(stale):.0f} s"
-    return summary
-
-
-def alloc_text(probe: ProbeSample) -> str:
-    """``alloc 61.2 GiB · reserved 70.0 GiB · split 3.1 GiB · 4 retries · 0 OOMs``."""
-    alloc = probe.alloc
-    if alloc is None:
-        return "allocator: no figures"
-    parts = []
-    for label, value in (("alloc", alloc.allocated_bytes), ("reserved", alloc.reserved_bytes),
-                         ("split", alloc.inactive_split_bytes)):
-        if value is not None:
-            parts.append(f"{label} {value / _GIB:.1f} GiB")
-    if alloc.alloc_retries is not None:
-        parts.append(f"{alloc.alloc_retries} retries")
-    if alloc.ooms is not None:
-        parts.append(f"{alloc.ooms} OOMs")
-    return " · ".join(parts) or "allocator: no figures"
+    stale = [p.age_s for p in probes if p.age_s is not None]
+    return figures((summary, silent_words(max(stale) if stale else None,
+                                          label="probe silent")))
 
 
 def probe_row(
     probe: ProbeSample, *, allocator: bool = False, card: bool = True,
     span_s: float | None = None,
 ) -> str:
-    """One rank's figures: ``rank 0 nvidia:0 · wait 34% over the last 11 s · 210 ms/step ·
-    512 samples/s`` (``card``: with the card it drives; ``span_s``: see `windowed`)."""
-    rank = f"rank {probe.rank}" if probe.rank is not None else f"pid {probe.pid}"
-    parts = [rank + (f" {clean(probe.card_id, 24)}" if card and probe.card_id else "")
-             + (f" ({clean(probe.framework, 16)})" if probe.framework else "")]
-    if probe.data_wait_pct is not None:
-        parts.append(f"wait {probe.data_wait_pct:.0f}%{span_words(span_s)}")
-    elif probe.data_wait_note:
-        parts.append("wait not measured")
-    if probe.step_ms is not None:
-        parts.append(f"{probe.step_ms:.0f} ms/step")
-    if probe.samples_per_s is not None:
-        parts.append(f"{_rate(probe.samples_per_s)} samples/s")
-    elif probe.batches_per_s is not None:
-        parts.append(f"{probe.batches_per_s:.1f} batches/s")
-    if probe.age_s is not None and probe.age_s > PROBE_STALE_S:
-        parts.append(f"silent {probe.age_s:.0f} s")
-    if allocator:
-        parts.append(alloc_text(probe))
-    return " · ".join(parts)
+    """One rank's figures: ``rank 0 nvidia:0 (torch) · wait 34% over the last 11 s · step
+    210 ms · 512 samples/s`` (``card``: with the card it drives; ``span_s``: see `windowed`)."""
+    who = f"rank {probe.rank}" if probe.rank is not None else f"pid {probe.pid}"
+    if card and probe.card_id:
+        who += f" {clean(probe.card_id, 24)}"
+    return figures((
+        who + framework_words(probe.framework),
+        wait_words(probe.data_wait_pct, span_s=span_s, note=probe.data_wait_note, tight=True,
+                   label="wait"),
+        step_words(probe.step_ms),
+        throughput_words(probe.samples_per_s, probe.batches_per_s, tight=True),
+        silent_words(probe.age_s),
+        allocator_detail(probe.alloc) if allocator else None,
+    ))
 
 
 def process_text(

@@ -1,0 +1,224 @@
+"""How the probe's figures read, wherever they are shown: one module, so the job line, the
+process panel, a card's title, ``why``, ``check`` and ``report`` write a data wait, a step
+time, a throughput, an allocator figure, a framework and a "not measured" note the same way.
+
+Two registers, one vocabulary: *tight* for the dashboard's rows (``wait 34%``, ``12.3k
+samples/s``: cells are scarce), *prose* for sentences and reports (``data wait 34 %``,
+``12,345 samples/s``, as every other figure in ``why`` is written). A figure measured over a
+window says so (``over the last 11 s``) everywhere it is quoted. Pure; nothing from a probe
+file reaches these strings unsanitised (`clean`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from gpusat_tui.text import clean
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.thresholds import Thresholds
+    from gpusat_tui.model import ProbeAlloc
+
+__all__ = [
+    "NOT_MEASURED",
+    "NO_BATCH",
+    "PROBE_STALE_S",
+    "RankFigures",
+    "allocator_detail",
+    "allocator_words",
+    "figures",
+    "framework_words",
+    "note_line",
+    "percent",
+    "rate",
+    "silent_words",
+    "span_words",
+    "step_words",
+    "throughput_words",
+    "wait_meaning",
+    "wait_sentence",
+    "wait_words",
+]
+
+#: A probe publication older than this many seconds is marked as such (the trainer may be
+#: stuck, or gone).
+PROBE_STALE_S = 5.0
+
+#: Where a row has no room for the probe's own note (``data sink mode: ...``).
+NOT_MEASURED = "wait not measured"
+
+#: A probe that has published, but counted no batch yet.
+NO_BATCH = "no batch yet"
+
+_GIB = 1024.0**3
+
+
+def percent(value: float, *, tight: bool = False) -> str:
+    """``34%`` (tight) or ``34 %`` (prose)."""
+    return f"{value:.0f}%" if tight else f"{value:.0f} %"
+
+
+def _spread(values: Sequence[float], fmt: str, unit: str) -> str:
+    """``12–34%``: one figure when they round alike."""
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return f"{high}{unit}" if low == high else f"{low}–{high}{unit}"
+
+
+def _one_or_spread(value: float | Sequence[float], fmt: str, unit: str) -> str:
+    return (format(value, fmt) + unit if isinstance(value, int | float)
+            else _spread(value, fmt, unit))
+
+
+def span_words(span_s: float | None) -> str:
+    """`` over the last 11 s`` for a figure measured over a window; "" for the probe's own
+    latest interval (then no span is claimed)."""
+    return f" over the last {span_s:.0f} s" if span_s else ""
+
+
+def wait_words(
+    wait: float | Sequence[float] | None,
+    *,
+    span_s: float | None = None,
+    note: str | None = None,
+    tight: bool = False,
+    label: str = "data wait",
+) -> str | None:
+    """``data wait 34 % over the last 11 s`` (``wait``: one rank's, or several ranks' as
+    ``12–34%``). Without a figure, the probe's ``note`` (why it cannot measure it): in full in
+    prose, as `NOT_MEASURED` in a tight row. None where there is neither."""
+    if wait is not None and (isinstance(wait, int | float) or len(wait) > 0):
+        return f"{label} {_one_or_spread(wait, '.0f', '%' if tight else ' %')}" + \
+            span_words(span_s)
+    if note:
+        return NOT_MEASURED if tight else clean(note, 200)
+    return None
+
+
+def step_words(step_ms: float | Sequence[float] | None) -> str | None:
+    """``step 1,234 ms`` (or ``step 205–230 ms`` across ranks); None without a figure."""
+    if step_ms is None or (not isinstance(step_ms, int | float) and not step_ms):
+        return None
+    return f"step {_one_or_spread(step_ms, ',.0f', ' ms')}"
+
+
+def rate(value: float, *, tight: bool = False) -> str:
+    """A samples/s figure: ``1,240``; ``12.3k`` in a tight row from 10,000 up."""
+    if tight and value >= 10_000:
+        return f"{value / 1000:.1f}k"
+    return f"{value:,.0f}"
+
+
+def throughput_words(
+    samples_per_s: float | None, batches_per_s: float | None, *, tight: bool = False
+) -> str | None:
+    """``1,240 samples/s``, else ``1.5 batches/s`` (no batch size known); None for neither."""
+    if samples_per_s is not None:
+        return f"{rate(samples_per_s, tight=tight)} samples/s"
+    if batches_per_s is not None:
+        return f"{batches_per_s:,.1f} batches/s"
+    return None
+
+
+def framework_words(framework: str | None) -> str:
+    """`` (torch)``: whose hooks measured; "" when the probe did not say."""
+    return f" ({clean(framework, 16)})" if framework else ""
+
+
+def silent_words(age_s: float | None, *, label: str = "silent") -> str | None:
+    """``silent 12 s`` for a publication older than `PROBE_STALE_S`; None while fresh."""
+    if age_s is None or age_s <= PROBE_STALE_S:
+        return None
+    return f"{label} {age_s:.0f} s"
+
+
+def allocator_words(
+    allocated_bytes: float | None, reserved_bytes: float | None, retries: int | None = None
+) -> str | None:
+    """``allocator 61.2/70.0 GiB · 4 alloc retries`` (allocated/reserved); None without a
+    reserved figure."""
+    if reserved_bytes is None:
+        return None
+    text = (f"allocator {allocated_bytes / _GIB:.1f}/{reserved_bytes / _GIB:.1f} GiB"
+            if allocated_bytes is not None else f"reserved {reserved_bytes / _GIB:.1f} GiB")
+    if retries:
+        text += f" · {retries} alloc retries"
+    return text
+
+
+def allocator_detail(alloc: ProbeAlloc | None) -> str:
+    """Every allocator figure, for a card suspected of fragmenting: ``alloc 61.2 GiB ·
+    reserved 70.0 GiB · split 3.1 GiB · 4 retries · 0 OOMs``."""
+    if alloc is None:
+        return "allocator: no figures"
+    parts = []
+    for label, value in (("alloc", alloc.allocated_bytes), ("reserved", alloc.reserved_bytes),
+                         ("split", alloc.inactive_split_bytes)):
+        if value is not None:
+            parts.append(f"{label} {value / _GIB:.1f} GiB")
+    if alloc.alloc_retries is not None:
+        parts.append(f"{alloc.alloc_retries} retries")
+    if alloc.ooms is not None:
+        parts.append(f"{alloc.ooms} OOMs")
+    return " · ".join(parts) or "allocator: no figures"
+
+
+def figures(parts: Iterable[str | None]) -> str:
+    """The parts present, joined the one way every probe line joins them (`` · ``)."""
+    return " · ".join(p for p in parts if p)
+
+
+def note_line(note: str, who: str) -> str:
+    """A probe's "not measured" note as a ``why`` line, saying whose it is."""
+    return f"{clean(note, 200)}, said by the probe in the trainer ({who})"
+
+
+class RankFigures(Protocol):
+    """What `wait_sentence` reads of one trainer's window (`measured.Rank` has it)."""
+
+    @property
+    def wait_pct(self) -> float | None: ...
+
+    @property
+    def span_s(self) -> float: ...
+
+    @property
+    def step_ms(self) -> float | None: ...
+
+    @property
+    def samples_per_s(self) -> float | None: ...
+
+    @property
+    def batches_per_s(self) -> float | None: ...
+
+    @property
+    def who(self) -> str: ...
+
+
+def wait_meaning(wait: float, th: Thresholds) -> str:
+    """What a measured data wait means for the verdict, against the thresholds."""
+    if wait >= th.data_wait_starving_pct:
+        return "the loop spends that much of its time blocked on next(dataloader)"
+    if wait >= th.data_wait_low_pct:
+        return (f"moderately input-bound (≥ {th.data_wait_low_pct:.0f} %, "
+                f"< {th.data_wait_starving_pct:.0f} %)")
+    return "the wait is low: not waiting on data"
+
+
+def wait_sentence(rank: RankFigures, th: Thresholds, *, phase: str | None = None,
+                  guess: bool = False) -> str:
+    """``why``'s measured line: ``data wait 43 % over the last 11 s, measured in the trainer
+    (PID 100): <meaning>; step 210 ms · 512 samples/s``. ``phase``: the phase's words, said
+    when it is not training; ``guess``: the card tie is only a local-rank guess."""
+    wait = rank.wait_pct or 0.0
+    line = (f"{wait_words(wait, span_s=rank.span_s)}, measured in the trainer ({rank.who}): "
+            f"{wait_meaning(wait, th)}")
+    extra = figures((step_words(rank.step_ms),
+                     throughput_words(rank.samples_per_s, rank.batches_per_s)))
+    if extra:
+        line += "; " + extra
+    if phase:
+        line += f"; phase: {phase}"
+    if guess:
+        line += " (which card this trainer drives is a guess: local rank order)"
+    return line

@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("input-bound", "compute-bound"), required=True)
     ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--min-steps", type=int, default=0,
+                    help="run past --seconds until this many steps (a busy host's slow steps)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--workers", type=int, default=None,
                     help="DataLoader workers (default: 1 input-bound, 2 compute-bound)")
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     waited = 0.0
     steps = 0
     it = iter(loader)
-    while time.perf_counter() - start < args.seconds:
+    while time.perf_counter() - start < args.seconds or steps < args.min_steps:
         t0 = time.perf_counter()
         x, y = next(it)
         waited += time.perf_counter() - t0

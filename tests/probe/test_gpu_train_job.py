@@ -17,8 +17,9 @@ JOB = REPO / "tools" / "gpu_train_job.py"
 def run_mode(probe_dir: Path, mode: str, *extra: str) -> tuple[dict[str, float], list[dict]]:
     proc = subprocess.Popen(
         # 8 samples of 20 ms CPU each per batch for one worker: 160 ms, far more than a step.
-        run_argv(sys.executable, str(JOB), "--mode", mode, "--seconds", "4", "--batch", "8",
-                 "--dim", "64", "--sample-ms", "20", "--workers", "1", *extra),
+        # At least 8 steps however long a loaded host takes (4 s gave 3 steps once under load).
+        run_argv(sys.executable, str(JOB), "--mode", mode, "--seconds", "4", "--min-steps", "8",
+                 "--batch", "8", "--dim", "64", "--sample-ms", "20", "--workers", "1", *extra),
         env=job_env(probe_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=REPO)
     seen = []

@@ -305,7 +305,9 @@ _ALLOC_FIGURES = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes")
 
 
 @dataclass
-class _ProbeAcc:
+class ProbeAccumulator:
+    """One probed rank's figures over a `check` run: each publication folded in once."""
+
     stats: dict[str, RunningStats] = field(
         default_factory=lambda: {f: RunningStats() for f in _PROBE_FIGURES + _ALLOC_FIGURES}
     )
@@ -400,7 +402,7 @@ class _ProcAcc:
     name: str
     cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
-    probe: _ProbeAcc | None = None
+    probe: ProbeAccumulator | None = None
     #: rchar, wchar, syscalls, context switches per second (`_PROGRESS` order).
     progress: tuple[RunningStats, ...] = field(
         default_factory=lambda: tuple(RunningStats() for _ in _PROGRESS)
@@ -466,7 +468,7 @@ class CheckBuilder:
                 # A probed trainer the process monitor does not see (another PID namespace).
                 pacc = self._procs[probe.pid] = _ProcAcc(probe.pid, "trainer", "(probe only)")
             if pacc.probe is None:
-                pacc.probe = _ProbeAcc()
+                pacc.probe = ProbeAccumulator()
             pacc.probe.add(probe)
             if probe.card_id and probe.card_id not in pacc.card_ids:
                 pacc.card_ids.append(probe.card_id)

@@ -16,7 +16,7 @@ from gpusat_tui.analysis.facts import frame_facts
 from gpusat_tui.analysis.measured import ranks_of
 from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
-from gpusat_tui.commands.check_report import _ProbeAcc, probe_line
+from gpusat_tui.commands.check_report import ProbeAccumulator, probe_line
 from gpusat_tui.model import Frame, ProbeSample
 from tests.probe_helpers import probe_docs, start_job, stop_job, wait_for_doc, wait_ready
 
@@ -80,7 +80,7 @@ def test_the_window_takes_step_time_and_samples_from_cumulative_counters() -> No
 
 
 def test_check_json_and_why_quote_the_same_cumulative_figures() -> None:
-    acc = _ProbeAcc()
+    acc = ProbeAccumulator()
     for p in seven_second_steps(30):
         acc.add(p)
     report = acc.report()

@@ -178,6 +178,10 @@ class HostEvidence:
     #: The trainer's launcher variables (its environment): world size and rank.
     world_size: int | None = None
     rank: int | None = None
+    #: The trainer's threads other than its main and pin-memory threads: CPU % together and
+    #: how many are busy, medians across polls (where tf.data or MindSpore load, in threads).
+    trainer_threads_cpu: float | None = None
+    trainer_busy_threads: int | None = None
 
     @property
     def has_processes(self) -> bool:
@@ -216,6 +220,8 @@ class PollEvidence(NamedTuple):
     input_switches: float | None = None
     world_size: int | None = None
     rank: int | None = None
+    threads_cpu: float | None = None
+    busy_threads: int | None = None
 
 
 def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
@@ -250,6 +256,8 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         states, d_states = t_states, t_d_states
     sizes = [p.world_size for p in trainers if p.world_size is not None]
     ranks = [p.rank for p in trainers if p.rank is not None]
+    threads = [p for p in trainers if p.threads_cpu is not None]
+    busiest = max(threads, key=lambda p: p.threads_cpu or 0.0) if threads else None
     return PollEvidence(
         n_tied=len(tied),
         foreign=bool(procs) and not tied,
@@ -273,6 +281,8 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         ),
         world_size=max(sizes) if sizes else None,
         rank=ranks[0] if ranks else None,
+        threads_cpu=busiest.threads_cpu if busiest is not None else None,
+        busy_threads=busiest.busy_threads if busiest is not None else None,
     )
 
 
@@ -290,6 +300,7 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
             n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
             worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,
             trainer_rchar, trainer_wchar, input_rchar, input_switches, world_size, rank,
+            threads_cpu, busy_threads,
         ) = zip(*polls, strict=True)
         ev.n_process_samples = sum(n_tied)
         ev.foreign_processes = any(foreign)
@@ -311,6 +322,9 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
         sizes = [n for n in world_size if n is not None]
         ev.world_size = max(sizes) if sizes else None
         ev.rank = next((r for r in rank if r is not None), None)
+        ev.trainer_threads_cpu = clean_median(threads_cpu)
+        busy = [n for n in busy_threads if n is not None]
+        ev.trainer_busy_threads = round(statistics.median(busy)) if busy else None
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count

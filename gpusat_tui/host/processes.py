@@ -423,7 +423,8 @@ class ProcessMonitor:
             except (Gone, Denied, Failed):
                 return None
 
-        busy = census.step(reader.thread_ids(w.pid), read, now, skip=[w.pid, *w.pin_tids])
+        busy = census.step(lambda: reader.thread_ids(w.pid), read, now,
+                           skip=[w.pid, *w.pin_tids])
         return pct, busy
 
     def _pin_pct(self, w: _Watched, now: float) -> float | None:

@@ -13,10 +13,10 @@ Two costs, kept apart:
   tick already) less the main thread's (``/proc/<pid>/task/<pid>/stat``, one more ``pread``
   through a descriptor kept open, ~3 µs) less the pin-memory thread's: O(1) per trainer,
   whatever its thread count, so it is read for every trainer;
-- how many threads share that CPU needs one read per thread (~7 µs each). `ThreadCensus` reads
-  at most `CENSUS_BATCH` threads per tick, round robin, and only while the other threads use at
-  least `CENSUS_MIN_PCT` of a core together (below that, no thread can be busy): a trainer of
-  200 threads costs at most ~0.4 ms a poll (benchmarks/bench_processes.py).
+- how many threads share that CPU needs one read per thread (7-12 µs each). `ThreadCensus`
+  reads at most `CENSUS_BATCH` threads per tick, round robin, listing them once a round, and
+  only while the other threads use at least `CENSUS_MIN_PCT` of a core together (below that,
+  no thread can be busy): see docs/benchmarks.md for what a trainer of 200 threads costs.
 
 What it cannot tell: any other busy thread of the trainer (an OpenMP pool of a model running
 on the CPU, NCCL's proxy threads) counts too; the verdict calls them the input pipeline only
@@ -43,8 +43,8 @@ __all__ = [
 
 #: A thread using at least this share of one core (percent) over its last interval is busy.
 BUSY_THREAD_PCT = 10.0
-#: Threads read per trainer per tick by the census (bounds a poll's cost: ~7 µs a thread).
-CENSUS_BATCH = 48
+#: Threads read per trainer per tick by the census (bounds a poll's cost: 7-12 µs a thread).
+CENSUS_BATCH = 16
 #: Below this CPU of the other threads together (percent of a core) no census runs.
 CENSUS_MIN_PCT = BUSY_THREAD_PCT
 
@@ -80,44 +80,50 @@ def other_threads_cpu_s(
 class ThreadCensus:
     """How many of a trainer's other threads are busy, read a batch of threads per tick.
 
-    Each thread's rate is over its own interval between two of its reads (a few ticks for a
-    trainer of hundreds of threads). ``skip``: thread ids never counted (the main thread,
-    the pin-memory threads).
+    The thread list (a directory listing: ~150 µs for 200 threads) is read once per round, when
+    every thread of the last one was read; each thread's rate is over its own interval between
+    two of its reads (one round: a tick for a trainer of up to `CENSUS_BATCH` threads, a dozen
+    for one of 200). ``skip``: thread ids never counted (the main thread, pin-memory threads).
     """
 
-    __slots__ = ("_cursor", "_last")
+    __slots__ = ("_cursor", "_last", "_round")
 
     def __init__(self) -> None:
         #: tid -> (cpu seconds, time read, rate % at the last read or None).
         self._last: dict[int, tuple[float, float, float | None]] = {}
+        #: The threads of this round, in order, and how many of them were read.
+        self._round: list[int] = []
         self._cursor = 0
 
     def reset(self) -> None:
         """Forget every thread (the other threads went quiet: none can be busy)."""
         self._last.clear()
+        self._round = []
         self._cursor = 0
 
     def step(
         self,
-        tids: Iterable[int],
+        list_tids: Callable[[], Iterable[int]],
         read: Callable[[int], float | None],
         now: float,
         skip: Iterable[int] = (),
         batch: int = CENSUS_BATCH,
     ) -> int | None:
-        """Read up to ``batch`` of ``tids`` (CPU seconds through ``read``; None: gone) and
-        return how many threads are busy; None until one has two readings."""
-        skipped = set(skip)
-        order = sorted(t for t in tids if t not in skipped)
+        """Read the next ``batch`` threads (CPU seconds through ``read``; None: gone), listing
+        them through ``list_tids`` at a round's start, and return how many are busy; None
+        until one has two readings."""
         last = self._last
-        for gone in [t for t in last if t not in order]:
-            del last[gone]
-        if not order:
+        if self._cursor >= len(self._round):
+            skipped = set(skip)
+            self._round = sorted(t for t in list_tids() if t not in skipped)
             self._cursor = 0
-            return 0
-        start = self._cursor % len(order)
-        chosen = (order[start:] + order[:start])[:batch]
-        self._cursor = start + len(chosen)
+            listed = set(self._round)
+            for gone in [t for t in last if t not in listed]:
+                del last[gone]
+            if not self._round:
+                return 0
+        chosen = self._round[self._cursor:self._cursor + batch]
+        self._cursor += len(chosen)
         for tid in chosen:
             cpu = read(tid)
             if cpu is None:

@@ -85,10 +85,10 @@ def test_other_threads_cpu_is_the_process_less_its_main_thread(name: str, busy: 
     assert pct >= 100.0  # two map threads on two cores
 
     census = ThreadCensus()
-    assert census.step(before.thread_ids(pid), lambda t: before.thread_cpu_s(pid, t), 0.0,
-                       skip=[pid]) is None  # one reading each: no rate yet
-    counted = census.step(after.thread_ids(pid), lambda t: after.thread_cpu_s(pid, t), span,
-                          skip=[pid])
+    assert census.step(lambda: before.thread_ids(pid), lambda t: before.thread_cpu_s(pid, t),
+                       0.0, skip=[pid]) is None  # one reading each: no rate yet
+    counted = census.step(lambda: after.thread_ids(pid), lambda t: after.thread_cpu_s(pid, t),
+                          span, skip=[pid])
     assert counted == busy
 
 
@@ -103,31 +103,41 @@ def test_census_reads_a_bounded_batch_per_step_and_counts_every_thread_in_turn()
         return read
 
     census = ThreadCensus()
-    tids = before.thread_ids(pid)
-    others = len([t for t in tids if t != pid])
+    listings = []
+
+    def lister(r: ProcfsReader):  # type: ignore[no-untyped-def]
+        def tids() -> list[int]:
+            listings.append(1)
+            return r.thread_ids(pid)
+        return tids
+
+    others = len([t for t in before.thread_ids(pid) if t != pid])
     steps = -(-others // 4)
     for _ in range(steps):
-        census.step(tids, reader(before), 0.0, skip=[pid], batch=4)
+        census.step(lister(before), reader(before), 0.0, skip=[pid], batch=4)
         assert len(reads) <= 4
         reads.clear()
+    assert len(listings) == 1  # once a round
     result = None
     for _ in range(steps):
-        result = census.step(after.thread_ids(pid), reader(after), 2.0, skip=[pid], batch=4)
+        result = census.step(lister(after), reader(after), 2.0, skip=[pid], batch=4)
         assert len(reads) <= 4
         reads.clear()
+    assert len(listings) == 2
     assert result == 2
 
 
 def test_census_forgets_threads_that_are_gone_and_resets() -> None:
     census = ThreadCensus()
     cpu = {1: 0.0, 2: 0.0}
-    census.step(cpu, cpu.get, 0.0)
+    census.step(lambda: cpu, cpu.get, 0.0)
     cpu = {1: 1.0, 2: 0.0}
-    assert census.step(cpu, cpu.get, 1.0) == 1
-    assert census.step({2: 0.0}, {2: 0.0}.get, 2.0) == 0  # the busy one ended
+    assert census.step(lambda: cpu, cpu.get, 1.0) == 1
+    cpu = {2: 0.0}  # the busy one ended: its read fails, and the next listing drops it
+    assert census.step(lambda: cpu, cpu.get, 2.0) == 0
     census.reset()
-    assert census.step({2: 0.0}, {2: 0.0}.get, 3.0) is None
-    assert census.step([], {}.get, 4.0) == 0
+    assert census.step(lambda: cpu, cpu.get, 3.0) is None
+    assert census.step(list, {}.get, 4.0) == 0
 
 
 @pytest.mark.parametrize("line", [b"", b"12 (python", b"x (python) S 1 2 3",

@@ -15,7 +15,7 @@ from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import pct
 
-__all__ = ["THREAD_PIPELINES", "thread_pipeline_finding"]
+__all__ = ["THREAD_PIPELINES", "more_in_flight", "thread_pipeline_finding"]
 
 #: Framework (as the probe names it) -> how to give its pipeline more in flight.
 THREAD_PIPELINES = {
@@ -26,6 +26,25 @@ THREAD_PIPELINES = {
     "grain": "set worker_count > 0 on grain.DataLoader (or mp_prefetch on a dataset) so "
              "batches are prepared in worker processes, and raise ReadOptions num_threads",
 }
+
+#: Framework -> what gives its worker processes more in flight (torch's DataLoader words
+#: otherwise: Paddle's DataLoader takes the same).
+WORKER_KNOBS = {
+    "grain": "Give Grain more in flight: a larger worker_count and worker_buffer_size "
+             "(grain.DataLoader; num_workers of mp_prefetch on a dataset), more ReadOptions "
+             "num_threads",
+    "mindspore": "Give the pipeline more in flight: a larger num_parallel_workers, a larger "
+                 "prefetch size (mindspore.dataset.config.set_prefetch_size)",
+}
+TORCH_KNOBS = ("Give the DataLoader more in flight: more num_workers, a larger prefetch_factor, "
+               "persistent_workers=True, pin_memory=True")
+
+
+def more_in_flight(framework: str | None) -> str:
+    """The advice that gives a pipeline with worker processes more in flight, in its
+    framework's words."""
+    return WORKER_KNOBS.get(framework or "", TORCH_KNOBS)
+
 
 #: Where the pipeline's threads are pegged and there is no more core to give them.
 _OFFLOAD = {

@@ -66,3 +66,20 @@ def test_a_torch_loop_with_busy_threads_is_not_called_a_thread_pipeline() -> Non
     assert v.cause == "input-bound"
     assert not any("inside the trainer" in w for w in v.why), v.why
     assert any("num_workers=0" in w for w in v.why)
+
+
+@pytest.mark.parametrize(("framework", "words", "not_words"), [
+    ("grain", "worker_count", "prefetch_factor"),
+    ("mindspore", "num_parallel_workers", "prefetch_factor"),
+    ("torch", "num_workers", "worker_count"),
+])
+def test_a_pipeline_with_workers_is_advised_in_its_frameworks_words(
+    framework: str, words: str, not_words: str
+) -> None:
+    workers = [ProcessSample(pid=101, role="dataloader_worker", name="python", cpu_pct=3.0,
+                             trainer_pid=100, card_ids=["nvidia:0"])]
+    probes = [[probe(60.0, i, framework=framework)] for i in range(6)]
+    v = judge(window([idle_card()], probes, [trainer(None, None), *workers])).cards["nvidia:0"]
+    assert (v.kind, v.cause) == ("starving", "input-bound")
+    advice = " ".join(v.advice)
+    assert words in advice and not_words not in advice, v.advice

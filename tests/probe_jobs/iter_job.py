@@ -62,17 +62,22 @@ def grain_batches(args: argparse.Namespace) -> Iterator[Any]:
     from absl import flags
 
     flags.FLAGS.mark_as_parsed()  # grain's worker processes read absl flags (no app.run here)
-    source = Source(args.sleep_ms / 1000, args.batch)
+    source = Source(args.sleep_ms / 1000, args.batch, args.burn)
+    # One reading thread (``--read-threads``): Grain's default, 16 threads reading a batch's
+    # records in parallel, makes a batch take a record's time, not the batch's, so the loop is
+    # not input-bound as constructed (-1: Grain's defaults, to show it).
+    read_options = (gp.ReadOptions() if args.read_threads < 0 else
+                    gp.ReadOptions(num_threads=args.read_threads, prefetch_buffer_size=1))
     if args.framework == "grain":
         loader = gp.DataLoader(
             data_source=source,
             sampler=gp.IndexSampler(len(source), shard_options=gp.NoSharding(), shuffle=False,
                                     num_epochs=1, seed=0),
             operations=[gp.Batch(args.batch)], worker_count=args.workers,
-            worker_buffer_size=1,
+            worker_buffer_size=1, read_options=read_options,
         )
         return iter(loader)
-    ds = gp.MapDataset.source(source).batch(args.batch).to_iter_dataset()
+    ds = gp.MapDataset.source(source).batch(args.batch).to_iter_dataset(read_options)
     if args.workers:
         ds = ds.mp_prefetch(gp.MultiprocessingOptions(num_workers=args.workers,
                                                       per_worker_buffer_size=1))
@@ -134,6 +139,7 @@ def main() -> int:
     ap.add_argument("--max-seconds", type=float, default=60.0)
     ap.add_argument("--marks", default=None)
     ap.add_argument("--burn", action="store_true")
+    ap.add_argument("--read-threads", type=int, default=1)
     args = ap.parse_args()
     if args.framework.startswith("grain"):
         import jax

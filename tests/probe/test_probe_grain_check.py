@@ -5,7 +5,8 @@ Why this file exists: ``check --json`` once read ~22 % for a Grain job construct
 75 %. The measurement was right; the construction was not: Grain reads a batch's records with
 16 threads by default (``ReadOptions(num_threads=16)``), so a source sleeping 40 ms a record
 made a 40 ms batch, not a 160 ms one, and the loop barely waited (its own timing of ``next()``
-read 1.2 % where the probe read 1.1 % and ``check`` 1 %, on this machine; more under load).
+read 1.2 % where the probe read 1.1 % and ``check`` 1 %; 2.2 % and 1 % beside three CPU hogs;
+the 22 % itself was not reproduced).
 `probe_jobs/iter_job.py` now reads with one thread (``--read-threads 1``), and this test holds
 both links: the job against its construction, ``check`` against the job's own timing.
 """

@@ -25,6 +25,7 @@ from gpusat_tui.host.task_threads import (
     other_threads_cpu_s,
     parse_task_stat,
 )
+from gpusat_tui.model import ProcessSample
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 #: (capture, busy pipeline threads seen in it)
@@ -206,3 +207,12 @@ def test_psutil_reader_reads_no_thread_figures() -> None:
         assert (me.other_threads_cpu_pct, me.busy_threads) == (None, None)
     finally:
         monitor.close()
+
+
+def test_thread_figures_are_additive_in_a_process_sample() -> None:
+    """Older recordings have neither field; a count below zero cannot be."""
+    old = ProcessSample.model_validate({"pid": 1, "role": "trainer", "name": "python"})
+    assert (old.other_threads_cpu_pct, old.busy_threads) == (None, None)
+    odd = ProcessSample(pid=1, role="trainer", name="python", busy_threads=-2,
+                        other_threads_cpu_pct=float("nan"))
+    assert (odd.other_threads_cpu_pct, odd.busy_threads) == (None, None)

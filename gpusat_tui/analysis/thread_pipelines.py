@@ -91,5 +91,16 @@ def thread_pipeline_finding(
             why.append(f"the host has no core to spare ({pct(ev.host_cpu or 0.0)} CPU busy)")
             return why, [_OFFLOAD[framework], more]
         return why, [more, _OFFLOAD[framework]]
+    crowded = (ev.host_cpu is not None and ev.host_cpu >= th.host_busy_pct) or (
+        ev.trainer_delay is not None and ev.trainer_delay >= th.run_delay_high_pct)
+    if busy and crowded:
+        # Threads that ask for a core may get less of one on a crowded host: their own run
+        # delay is not read (a file per thread), so neither cause is ruled out.
+        host = f"the host's CPUs are {pct(ev.host_cpu)} busy" if ev.host_cpu is not None else (
+            f"the trainer waits for a CPU {pct(ev.trainer_delay or 0.0)} of the time")
+        return [line, f"{host}: its threads may be held back by CPU contention as much as by "
+                      "what they wait on"], [
+            more, "Free cores for the pipeline: other jobs on this host (top), fewer threads "
+                  "elsewhere in the trainer (OMP_NUM_THREADS)", _BLOCKING]
     return [line, "its threads are not pegged: the pipeline waits on something other than the "
                   "CPU (reads, a lock, too few batches in flight)"], [more, _BLOCKING]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gpusat_tui.analysis.verdict import judge
-from gpusat_tui.model import CardReading, ProcessSample
+from gpusat_tui.model import CardReading, HostSample, ProcessSample
 from tests.analysis.test_verdict_probe import probe, window
 
 
@@ -42,6 +42,22 @@ def test_pegged_pipeline_threads_read_input_bound_in_n_threads(framework: str,
     advice = " ".join(v.advice)
     assert words in advice
     assert "num_workers" not in advice
+
+
+def test_busy_threads_on_a_crowded_host_are_not_said_to_wait_elsewhere() -> None:
+    """60 % of a core each while the host's CPUs are all busy: the threads may be queued for
+    a core (as the real burning pipeline reads on a loaded 2-core machine)."""
+    probes = [[probe(60.0, i, framework="tf.data")] for i in range(6)]
+    frames = window([idle_card()], probes, [trainer(60.0, 1)])
+    frames = [f.model_copy(update={"host": HostSample(cpu_pct=99.0, cpu_count=2)})
+              for f in frames]
+    v = judge(frames).cards["nvidia:0"]
+    assert v.cause == "input-bound"
+    assert any("input pipeline runs in 1 thread inside the trainer, 60 % CPU" in w
+               for w in v.why), v.why
+    assert any("CPU contention" in w for w in v.why), v.why
+    assert not any("not pegged" in w for w in v.why), v.why
+    assert "Free cores" in " ".join(v.advice)
 
 
 def test_idle_pipeline_threads_say_the_pipeline_waits_on_something_else() -> None:

@@ -9,6 +9,11 @@ processes up to ``--machine`` processes in all, then times ``ProcessMonitor.samp
 advances 1 s per tick, so with ``rescan_s=3`` every third tick rescans the whole process table
 as it would at a 1 s poll interval; steady ticks and rescan ticks are reported apart and
 averaged. Everything it starts is killed before it exits.
+
+``--threads-case``: one trainer of 200 threads, two of them burning CPU (as tf.data's or
+MindSpore's pipeline threads do), polled every 0.1 s of real time: the cost per poll of
+reading its other threads (`host.task_threads`: the CPU from one more ``pread``, the census of
+busy threads at most 48 thread reads a poll), against the same monitor with that reading off.
 """
 
 from __future__ import annotations
@@ -129,11 +134,60 @@ def run_case(label: str, n_trainers: int, n_workers: int, machine: int, ticks: i
         stop(padding)
 
 
+THREADED = """
+import hashlib, threading, time
+data = b"x" * (1 << 20)
+def spin():
+    while True:
+        hashlib.sha256(data).digest()
+for _ in range(2):
+    threading.Thread(target=spin, daemon=True).start()
+for _ in range(197):
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def run_threads_case(ticks: int) -> None:
+    """Per-poll CPU of one trainer of 200 threads, with and without its thread reading."""
+    proc = subprocess.Popen([sys.executable, "-c", THREADED], stdout=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        for label, reading in (("threads off", False), ("threads on", True),
+                               ("threads off", False), ("threads on", True)):
+            monitor = ProcessMonitor(pids=[proc.pid], rescan_s=1e9)
+            if not reading:
+                monitor._other_threads = lambda *a: (None, None)  # type: ignore[method-assign]
+            costs: list[float] = []
+            busy = None
+            for i in range(ticks + 3):
+                t0 = time.process_time()
+                report = monitor.sample()
+                spent = (time.process_time() - t0) * 1000.0
+                if i >= 3:
+                    costs.append(spent)
+                busy = report.processes[0].busy_threads if report.processes else None
+                time.sleep(0.1)
+            monitor.close()
+            print(f"1 trainer x 200 threads (2 busy), {label:<11}: median {median(costs):5.3f} "
+                  f"ms/poll, mean {mean(costs):5.3f}, max {max(costs):5.3f}; busy read {busy}")
+    finally:
+        stop([proc])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=300)
     parser.add_argument("--machine", type=int, default=400, help="processes on the machine")
+    parser.add_argument("--threads-case", action="store_true",
+                        help="only the 200-thread trainer case")
     args = parser.parse_args()
+    if args.threads_case:
+        run_threads_case(min(args.ticks, 100))
+        return 0
     print(f"python {sys.version.split()[0]}, psutil {psutil.__version__}, "
           f"{psutil.cpu_count()} CPUs, {args.ticks} ticks per case; a tick every (fake) 1 s, "
           "rescan every 3 s; 'mean' includes the rescans")

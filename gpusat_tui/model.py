@@ -250,14 +250,26 @@ class ProcessSample(_Model):
     #: (``WORLD_SIZE``/``RANK`` and the MPI and Slurm twins); None where unset or unreadable.
     world_size: int | None = None
     rank: int | None = None
+    #: Trainer only (Linux): CPU % (of one core) of its threads other than the main thread and
+    #: the pin-memory thread over the last interval, and how many of them used at least 10 %
+    #: of a core (``host.task_threads``): where tf.data or MindSpore load, in threads inside
+    #: the trainer. None where not read (other systems, older recordings).
+    other_threads_cpu_pct: float | None = None
+    busy_threads: int | None = None
 
     @field_validator(
         "cpu_pct", "pin_cpu_pct", "run_delay_pct", "rchar_per_s", "wchar_per_s",
-        "syscalls_per_s", "ctx_switches_per_s", mode="before",
+        "syscalls_per_s", "ctx_switches_per_s", "other_threads_cpu_pct", mode="before",
     )
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         return _finite_or_none(value)
+
+    @field_validator("busy_threads", mode="before")
+    @classmethod
+    def _count(cls, value: object) -> object:
+        """A thread count below zero cannot be (a hand-edited recording): not read."""
+        return None if isinstance(value, int | float) and value < 0 else value
 
 
 class ProbeAlloc(_Model):

@@ -185,6 +185,10 @@ class HostEvidence:
     host_trainers: int = 0
     host_workers: int = 0
     host_proc_cpu: float | None = None
+    #: The trainer's threads other than its main and pin-memory threads: CPU % together and
+    #: how many are busy, medians across polls (where tf.data or MindSpore load, in threads).
+    trainer_threads_cpu: float | None = None
+    trainer_busy_threads: int | None = None
 
     @property
     def has_processes(self) -> bool:
@@ -229,6 +233,8 @@ class PollEvidence(NamedTuple):
     host_trainers: int = 0
     host_workers: int = 0
     host_proc_cpu: float | None = None
+    threads_cpu: float | None = None
+    busy_threads: int | None = None
 
 
 def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
@@ -263,6 +269,8 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         states, d_states = t_states, t_d_states
     sizes = [p.world_size for p in trainers if p.world_size is not None]
     ranks = [p.rank for p in trainers if p.rank is not None]
+    threads = [p for p in trainers if p.threads_cpu is not None]
+    busiest = max(threads, key=lambda p: p.threads_cpu or 0.0) if threads else None
     return PollEvidence(
         n_tied=len(tied),
         foreign=bool(procs) and not tied,
@@ -290,6 +298,8 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         host_trainers=sum(1 for p in procs if p.is_trainer),
         host_workers=sum(1 for p in procs if p.is_worker),
         host_proc_cpu=_summed(p.cpu for p in procs if p.is_trainer or p.is_worker),
+        threads_cpu=busiest.threads_cpu if busiest is not None else None,
+        busy_threads=busiest.busy_threads if busiest is not None else None,
     )
 
 
@@ -314,6 +324,7 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
             worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,
             trainer_rchar, trainer_wchar, input_rchar, input_switches, world_size, rank,
             n_trainers, host_trainers, host_workers, host_proc_cpu,
+            threads_cpu, busy_threads,
         ) = zip(*polls, strict=True)
         ev.n_process_samples = sum(n_tied)
         ev.foreign_processes = any(foreign)
@@ -339,6 +350,9 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
         ev.host_trainers = _median_count(host_trainers)
         ev.host_workers = _median_count(host_workers)
         ev.host_proc_cpu = clean_median(host_proc_cpu)
+        ev.trainer_threads_cpu = clean_median(threads_cpu)
+        busy = [n for n in busy_threads if n is not None]
+        ev.trainer_busy_threads = round(statistics.median(busy)) if busy else None
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count

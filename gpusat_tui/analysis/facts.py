@@ -75,6 +75,9 @@ class ProcFacts(NamedTuple):
     #: Trainer only: the launcher's world size and rank from its environment.
     world_size: int | None = None
     rank: int | None = None
+    #: Trainer only: its other threads' CPU % and how many are busy (`task_threads`).
+    threads_cpu: float | None = None
+    busy_threads: int | None = None
 
     @property
     def has_counters(self) -> bool:
@@ -256,7 +259,8 @@ class FrameFacts:
 
 assert ProcFacts._fields == (
     "pid", "is_trainer", "is_worker", "trainer_pid", "card_ids", "cpu", "pin", "state",
-    "run_delay", "rchar", "wchar", "syscalls", "switches", "world_size", "rank",
+    "run_delay", "rchar", "wchar", "syscalls", "switches", "world_size", "rank", "threads_cpu",
+    "busy_threads",
 ), "frame_facts builds ProcFacts positionally, in this order"
 
 
@@ -290,6 +294,8 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 num(getattr(proc, "ctx_switches_per_s", None)),  # switches
                 _count(getattr(proc, "world_size", None)),  # world_size
                 _count(getattr(proc, "rank", None)),  # rank
+                num(getattr(proc, "other_threads_cpu_pct", None)),  # threads_cpu
+                _count(getattr(proc, "busy_threads", None)),  # busy_threads
             )
         )
     iowait = host_cpu = None

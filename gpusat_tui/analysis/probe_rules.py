@@ -17,6 +17,11 @@ from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
 from gpusat_tui.analysis.causes import INPUT_RULES, CauseContext, spin_wait, starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured
+from gpusat_tui.analysis.thread_pipelines import (
+    THREAD_PIPELINES,
+    more_in_flight,
+    thread_pipeline_finding,
+)
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, pct, worker_line
 from gpusat_tui.model import Verdict
@@ -65,16 +70,6 @@ def measured_verdict(
     return make_verdict("starving", cause, why + cwhy, cadvice, 0.9, f.n)
 
 
-#: Frameworks whose input pipeline runs in threads inside the trainer (tf.data's C++ runtime,
-#: MindSpore's C++ pipeline with one worker): no worker process to see, none to advise.
-THREAD_PIPELINES = {
-    "tf.data": "raise the map's num_parallel_calls (tf.data.AUTOTUNE), add .prefetch(AUTOTUNE), "
-               "cache or interleave the reads",
-    "mindspore": "raise num_parallel_workers (more than one forks worker processes with "
-                 "python_multiprocessing=True), or the batch's prefetch_size",
-}
-
-
 def waiting_cause(
     ev: HostEvidence, th: Thresholds, label: str, said_workers: int | None = None,
     framework: str | None = None,
@@ -86,18 +81,16 @@ def waiting_cause(
                                              rules=INPUT_RULES)
     if cause in ("input-bound", "io-bound"):
         return cause, cwhy, cadvice
+    advice = [more_in_flight(framework), _INPUT_ADVICE[1]]
     if ev.n_workers == 0 and framework in THREAD_PIPELINES:
-        return "input-bound", [
-            f"the {framework} input pipeline runs in threads inside the trainer (no worker "
-            "processes): the batches arrive too slowly all the same"
-        ], [f"Give the {framework} pipeline more in flight: {THREAD_PIPELINES[framework]}",
-            _INPUT_ADVICE[1]]
+        why, advice = thread_pipeline_finding(ev, th, framework)
+        return "input-bound", why, advice
     if ev.n_workers == 0 and said_workers:
         return "input-bound", [
             f"the DataLoader runs {said_workers} worker{'s' if said_workers > 1 else ''} "
             "(measured in the trainer) that the process monitor cannot see (another PID "
             "namespace, or not readable): the batches arrive too slowly all the same"
-        ], list(_INPUT_ADVICE)
+        ], advice
     if ev.n_workers == 0:
         return "input-bound", [
             "no DataLoader workers seen: with num_workers=0 the loading runs in the training "
@@ -107,7 +100,7 @@ def waiting_cause(
     return "input-bound", [
         f"{worker_line(ev)}, no disk wait: the batches arrive too slowly for another reason "
         "(too few in flight, slow storage or network, a lock)"
-    ], list(_INPUT_ADVICE)
+    ], advice
 
 
 def with_measurement(

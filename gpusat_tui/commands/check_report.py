@@ -230,6 +230,11 @@ class CheckProcess(_Out):
     #: Trainers only: the launcher's world size and rank from the environment (null: unset).
     world_size: int | None = None
     rank: int | None = None
+    #: Addition, trainers only (Linux): CPU % of its threads other than the main and the
+    #: pin-memory thread, and how many of them were busy (>= 10 % of a core): where tf.data or
+    #: MindSpore load, in threads inside the trainer.
+    other_threads_cpu_pct: Stats = Stats()
+    busy_threads: Stats = Stats()
 
 
 class CheckError(_Out):
@@ -389,9 +394,11 @@ def probe_who(pid: int, probe: CheckProbe) -> str:
     return who
 
 
-#: The progress counters of `ProcessSample` folded per process.
+#: The figures of `ProcessSample` folded per process as they are: the progress counters and a
+#: trainer's other threads (CPU %, busy count).
 _PROGRESS: tuple[str, ...] = (
     "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
+    "other_threads_cpu_pct", "busy_threads",
 )
 
 
@@ -403,7 +410,7 @@ class _ProcAcc:
     cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
     probe: ProbeAccumulator | None = None
-    #: rchar, wchar, syscalls, context switches per second (`_PROGRESS` order).
+    #: rchar, wchar, syscalls, context switches per second, other threads (`_PROGRESS` order).
     progress: tuple[RunningStats, ...] = field(
         default_factory=lambda: tuple(RunningStats() for _ in _PROGRESS)
     )

@@ -3,7 +3,8 @@ psutil's reader for systems without Linux's ``/proc`` (`procfs.ProcfsReader` is 
 
 `processes.ProcessMonitor` decides who is a trainer and what their CPU % is; the readers only
 read. Both answer the same calls (`stat`, `scan`, `threads_named`, `run_delay_s`,
-`sched_counts`, `io_counters`, `environ`, `thread_cpu_s`, `cmdline`, `host_cpu`) with the
+`sched_counts`, `io_counters`, `environ`, `thread_cpu_s`, `main_thread_cpu_s`,
+`thread_ids`, `cmdline`, `host_cpu`) with the
 same `ProcStat` and the same three failures (`Gone`, `Denied`, `Failed`), so the monitor never
 knows which one it has. psutil's ``oneshot()`` + ``cpu_percent()`` + ``status()`` costs ~34 µs
 per process, ten times a procfs re-read (benchmarks/bench_processes.py).
@@ -206,6 +207,12 @@ class PsutilReader:
 
     def thread_cpu_s(self, pid: int, tid: int) -> float:
         raise Failed("thread CPU not available")
+
+    def main_thread_cpu_s(self, pid: int, handle: object = None) -> float | None:
+        return None  # per-thread CPU is Linux's /proc/<pid>/task; not portable
+
+    def thread_ids(self, pid: int) -> list[int]:
+        return []
 
     def cmdline(self, pid: int) -> str:
         try:

@@ -64,6 +64,7 @@ from gpusat_tui.host.proc_readers import (
     hidepid_from_mounts,
 )
 from gpusat_tui.host.procfs import PROC_ROOT, ProcfsReader
+from gpusat_tui.host.task_threads import CENSUS_MIN_PCT, ThreadCensus, other_threads_cpu_s
 from gpusat_tui.host.worker_kinds import child_kind
 from gpusat_tui.model import (
     CardProcess,
@@ -126,6 +127,14 @@ class _Watched:
     pin_tids: list[int] = field(default_factory=list)
     pin_last_cpu_s: float | None = None
     pin_last_t: float | None = None
+    #: Trainer only: the pin-memory threads' CPU seconds at this tick (0.0: none).
+    pin_now_s: float = 0.0
+    #: Trainer only: its other threads' CPU seconds and clock at the last tick, and how many
+    #: of them are busy (`task_threads`).
+    others_last_s: float | None = None
+    others_last_t: float | None = None
+    others_pins: tuple[int, ...] = ()
+    census: ThreadCensus | None = None
     last_delay_s: float | None = None
     #: Trainer only: its scheduler context, read once when it is first seen.
     job: JobContext | None = None
@@ -353,6 +362,11 @@ class ProcessMonitor:
                 progress = _progress(w, io, switches, now)
                 w.last_cpu_s, w.last_t, w.last_delay_s = st.cpu_s, now, delay_s
                 w.last_io, w.last_switches = io, switches
+            pin = self._pin_pct(w, now) if w.role == "trainer" else None
+            others, busy = (
+                self._other_threads(w, st, now)
+                if w.role == "trainer" and st.state != psutil.STATUS_ZOMBIE else (None, None)
+            )
             samples.append(
                 ProcessSample(
                     pid=pid,
@@ -362,7 +376,7 @@ class ProcessMonitor:
                     state=st.state,
                     trainer_pid=w.trainer_pid,
                     card_ids=list(w.card_ids),
-                    pin_cpu_pct=self._pin_pct(w, now) if w.role == "trainer" else None,
+                    pin_cpu_pct=pin,
                     num_threads=st.num_threads,
                     run_delay_pct=delay,
                     rchar_per_s=progress[0],
@@ -371,11 +385,50 @@ class ProcessMonitor:
                     ctx_switches_per_s=progress[3],
                     world_size=w.world[0],
                     rank=w.world[1],
+                    other_threads_cpu_pct=others,
+                    busy_threads=busy,
                 )
             )
         return samples
 
+    def _other_threads(
+        self, w: _Watched, st: ProcStat, now: float
+    ) -> tuple[float | None, int | None]:
+        """(CPU %, busy threads) of the trainer's threads other than its main and pin-memory
+        threads (`task_threads`): O(1) for the CPU, a bounded census for the count."""
+        main_s = self._reader.main_thread_cpu_s(w.pid, w.handle)
+        if main_s is None:
+            w.others_last_s = w.others_last_t = None
+            return None, None
+        total = other_threads_cpu_s(st.cpu_s, main_s, w.pin_now_s)
+        pins = tuple(w.pin_tids)
+        if pins != w.others_pins:  # a pin thread came or went: its CPU moved sides
+            w.others_pins, w.others_last_s = pins, None
+        pct = _pct(total, w.others_last_s, now, w.others_last_t)
+        w.others_last_s, w.others_last_t = total, now
+        if pct is None:
+            return None, None
+        census = w.census
+        if pct < CENSUS_MIN_PCT:
+            if census is not None:
+                census.reset()
+            return pct, 0
+        if census is None:
+            census = w.census = ThreadCensus()
+        reader = self._reader
+
+        def read(tid: int) -> float | None:
+            try:
+                return reader.thread_cpu_s(w.pid, tid)
+            except (Gone, Denied, Failed):
+                return None
+
+        busy = census.step(lambda: reader.thread_ids(w.pid), read, now,
+                           skip=[w.pid, *w.pin_tids])
+        return pct, busy
+
     def _pin_pct(self, w: _Watched, now: float) -> float | None:
+        w.pin_now_s = 0.0
         if not w.pin_tids:
             return None
         total = 0.0
@@ -386,6 +439,7 @@ class ProcessMonitor:
                 alive.append(tid)
             except (Gone, Denied, Failed):
                 continue
+        w.pin_now_s = total
         if alive != w.pin_tids:  # a pin thread ended: the baseline no longer adds up
             w.pin_tids = alive
             w.pin_last_cpu_s = None

@@ -3,7 +3,9 @@
 A tick re-reads one ``/proc/<pid>/stat`` per watched process through a descriptor kept open
 between ticks (~3 µs, against ~34 µs for psutil's reads; benchmarks/bench_processes.py), its
 ``schedstat`` and ``io`` (the progress counters) the same way, one
-``/proc/<pid>/task/<tid>/stat`` per pin-memory thread and ``/proc/stat`` for the host. Answers
+``/proc/<pid>/task/<tid>/stat`` per pin-memory thread, the trainer's main thread's (the rest
+of its threads' CPU is the process's less that: `task_threads`) and ``/proc/stat`` for the
+host. Answers
 the calls of `proc_readers.PsutilReader` with the same `ProcStat` and failures.
 """
 
@@ -165,10 +167,12 @@ class _StatFile:
     new process can never be mistaken for the old one through it.
     """
 
-    __slots__ = ("fd", "io_fd", "sched_fd")
+    __slots__ = ("fd", "io_fd", "main_fd", "sched_fd")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        #: ``/proc/<pid>/task/<pid>/stat`` (the main thread), opened on its first read.
+        self.main_fd = -1
         #: ``/proc/<pid>/schedstat``, opened on the first read of the run delay (-1: not).
         self.sched_fd = -1
         #: ``/proc/<pid>/io``, opened on the first read of the I/O counters (-1: not).
@@ -178,11 +182,12 @@ class _StatFile:
         self.fd = _close(self.fd)
         self.sched_fd = _close(self.sched_fd)
         self.io_fd = _close(self.io_fd)
+        self.main_fd = _close(self.main_fd)
 
     @property
     def count(self) -> int:
         """Descriptors held open."""
-        return (self.fd >= 0) + (self.sched_fd >= 0) + (self.io_fd >= 0)
+        return (self.fd >= 0) + (self.sched_fd >= 0) + (self.io_fd >= 0) + (self.main_fd >= 0)
 
     def __del__(self) -> None:
         self.close()
@@ -419,6 +424,24 @@ class ProcfsReader:
                 found.append(int(tid))
         self._threads[pid] = seen
         return sorted(found)
+
+    def main_thread_cpu_s(self, pid: int, handle: object = None) -> float | None:
+        """CPU seconds of the process's main thread alone (``/proc/<pid>/task/<pid>/stat``,
+        through a descriptor kept like ``stat``'s); None where unreadable."""
+        data = self._kept_read(pid, handle, "main_fd", f"task/{pid}/stat", 4096)
+        if not data:
+            return None
+        try:
+            return parse_proc_stat(data, self.clock_ticks).cpu_s
+        except ParseError:
+            return None
+
+    def thread_ids(self, pid: int) -> list[int]:
+        """The process's thread ids (``/proc/<pid>/task``); empty where unreadable."""
+        try:
+            return [int(t) for t in os.listdir(f"{self.root}/{pid}/task") if t.isdigit()]
+        except OSError:
+            return []
 
     def thread_cpu_s(self, pid: int, tid: int) -> float:
         data = self._read(f"{self.root}/{pid}/task/{tid}/stat")

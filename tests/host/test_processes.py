@@ -658,14 +658,15 @@ def test_kept_stat_files_are_closed_when_processes_go_and_on_close(
     before = _open_fds()
     monitor = ProcessMonitor(pids=[job.pid])
     monitor.sample()
-    # stat, schedstat and io of the trainer + 2 workers, and the host's /proc/stat
-    assert _open_fds() == before + 10
+    # stat, schedstat and io of the trainer + 2 workers, the trainer's main thread's stat, and
+    # the host's /proc/stat
+    assert _open_fds() == before + 11
     os.kill(workers[0], signal.SIGKILL)
     deadline = time.monotonic() + 5
     while psutil.pid_exists(workers[0]) and time.monotonic() < deadline:
         time.sleep(0.02)
     monitor.sample()
-    assert _open_fds() == before + 7
+    assert _open_fds() == before + 8
     monitor.close()
     assert _open_fds() == before
     assert [p.pid for p in monitor.sample().processes] == [job.pid, workers[1]]  # reopened

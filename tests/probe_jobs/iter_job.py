@@ -7,6 +7,10 @@ As `paddle_job.py`: the data source sleeps ``--sleep-ms`` per batch, each step b
 step runs, so the loop waits (S - C) / S where S > C. The job records its own time in next()
 to ``--marks``. Prints ``READY <pid>`` after ``--warm`` steps, trains until stdin closes.
 
+``--burn``: the data source busy-waits its time instead of sleeping (CPU work, holding the GIL)
+and the step sleeps its time (as a step on an accelerator does, the trainer's thread waiting):
+a pipeline whose threads peg their cores while the "card" idles.
+
 ``--framework``: grain (``grain.DataLoader``), grain-dataset (``MapDataset`` ->
 ``mp_prefetch``), tf (eager ``for batch in ds``), tf-numpy (``as_numpy_iterator``),
 mindspore (``create_tuple_iterator``), mindspore-dict (``create_dict_iterator``).
@@ -29,17 +33,28 @@ import numpy as np
 class Source:
     """Random access, each record sleeps its share of a batch."""
 
-    def __init__(self, sleep_s: float, batch: int) -> None:
+    def __init__(self, sleep_s: float, batch: int, burn: bool = False) -> None:
         self.sleep_s = sleep_s
         self.batch = batch
+        self.burn = burn
 
     def __len__(self) -> int:
         return 1_000_000
 
     def __getitem__(self, i: int) -> np.ndarray:
         if self.sleep_s:
-            time.sleep(self.sleep_s / self.batch)
+            pause(self.sleep_s / self.batch, self.burn)
         return np.ones(8, dtype=np.float32)
+
+
+def pause(seconds: float, burn: bool) -> None:
+    """Sleep, or busy-wait (CPU work) with ``burn``."""
+    if not burn:
+        time.sleep(seconds)
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def grain_batches(args: argparse.Namespace) -> Iterator[Any]:
@@ -47,17 +62,22 @@ def grain_batches(args: argparse.Namespace) -> Iterator[Any]:
     from absl import flags
 
     flags.FLAGS.mark_as_parsed()  # grain's worker processes read absl flags (no app.run here)
-    source = Source(args.sleep_ms / 1000, args.batch)
+    source = Source(args.sleep_ms / 1000, args.batch, args.burn)
+    # One reading thread (``--read-threads``): Grain's default, 16 threads reading a batch's
+    # records in parallel, makes a batch take a record's time, not the batch's, so the loop is
+    # not input-bound as constructed (-1: Grain's defaults, to show it).
+    read_options = (gp.ReadOptions() if args.read_threads < 0 else
+                    gp.ReadOptions(num_threads=args.read_threads, prefetch_buffer_size=1))
     if args.framework == "grain":
         loader = gp.DataLoader(
             data_source=source,
             sampler=gp.IndexSampler(len(source), shard_options=gp.NoSharding(), shuffle=False,
                                     num_epochs=1, seed=0),
             operations=[gp.Batch(args.batch)], worker_count=args.workers,
-            worker_buffer_size=1,
+            worker_buffer_size=1, read_options=read_options,
         )
         return iter(loader)
-    ds = gp.MapDataset.source(source).batch(args.batch).to_iter_dataset()
+    ds = gp.MapDataset.source(source).batch(args.batch).to_iter_dataset(read_options)
     if args.workers:
         ds = ds.mp_prefetch(gp.MultiprocessingOptions(num_workers=args.workers,
                                                       per_worker_buffer_size=1))
@@ -71,7 +91,7 @@ def tf_batches(args: argparse.Namespace) -> Iterator[Any]:
 
     def slow(x: Any) -> Any:
         if sleep_s:
-            time.sleep(sleep_s)
+            pause(sleep_s, args.burn)
         return np.ones((args.batch, 8), dtype=np.float32)
 
     ds = tf.data.Dataset.range(1_000_000).map(
@@ -86,7 +106,8 @@ def tf_batches(args: argparse.Namespace) -> Iterator[Any]:
 def mindspore_batches(args: argparse.Namespace) -> Iterator[Any]:
     import mindspore.dataset as msds
 
-    source = Source(args.sleep_ms / 1000, args.batch)  # a record sleeps its share of a batch
+    # A record sleeps (or burns) its share of a batch.
+    source = Source(args.sleep_ms / 1000, args.batch, args.burn)
 
     class Gen:
         def __len__(self) -> int:
@@ -117,6 +138,8 @@ def main() -> int:
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--max-seconds", type=float, default=60.0)
     ap.add_argument("--marks", default=None)
+    ap.add_argument("--burn", action="store_true")
+    ap.add_argument("--read-threads", type=int, default=1)
     args = ap.parse_args()
     if args.framework.startswith("grain"):
         import jax
@@ -152,6 +175,8 @@ def main() -> int:
         end = time.perf_counter() + args.compute_ms / 1000
         if step_fn is not None:
             weights = step_fn(weights, np.asarray(batch)).block_until_ready()
+        if args.burn:
+            time.sleep(max(0.0, end - time.perf_counter()))
         while time.perf_counter() < end:
             pass
         n += 1

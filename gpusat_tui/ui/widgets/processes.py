@@ -191,6 +191,8 @@ def process_text(
         text.append(clean(proc.name, 60))
         if proc.role == "trainer" and proc.pin_cpu_pct is not None:
             text.append(f"  pin-memory {proc.pin_cpu_pct:.0f}%")
+        if proc.role == "trainer":
+            text.append(other_threads_words(proc))
         measured = by_pid.get(proc.pid) if proc.role == "trainer" else None
         if measured is not None:
             wants = allocator_for is not None and allocator_for(measured)
@@ -199,6 +201,16 @@ def process_text(
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text
+
+
+def other_threads_words(proc: ProcessSample) -> str:
+    """``  threads 180% (2 busy)``: the trainer's threads other than its main and pin-memory
+    threads (where tf.data or MindSpore load), shown from a tenth of a core; else empty."""
+    cpu = proc.other_threads_cpu_pct
+    if cpu is None or cpu < 10.0:
+        return ""
+    busy = f" ({proc.busy_threads} busy)" if proc.busy_threads else ""
+    return f"  threads {cpu:.0f}%{busy}"
 
 
 #: Polls a shorter process list must last before the panel gives its rows back (5 minutes at

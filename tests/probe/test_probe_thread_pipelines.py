@@ -1,0 +1,96 @@
+"""Real tf.data and MindSpore pipelines that run in threads inside the trainer
+(``pip install '.[frameworks]'``): the process monitor reads those threads' CPU, and ``check
+--json`` beside a fake vendor tool on an idling card says ``starving (input-bound)`` with
+"input pipeline runs in N threads inside the trainer, X % CPU", advising the pipeline's own
+parallelism, never ``num_workers``.
+
+The job (`probe_jobs/iter_job.py --burn`): the data source busy-waits 160 ms a batch in the
+pipeline's thread while the step sleeps 40 ms (a step on an accelerator: the trainer's main
+thread waits), so the loop waits ~75 % and the pipeline's thread burns a core.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpusat_tui.collectors import all_specs
+from gpusat_tui.host.processes import ProcessMonitor
+from tests.commands.test_check_probe import check
+from tests.fakes.tool import FakeBin, FakeCard
+from tests.probe.test_probe_iterators import need
+from tests.probe_helpers import JOBS, run_argv, start_job, stop_job, wait_for_doc, wait_ready
+
+pytestmark = pytest.mark.frameworks
+
+JOB = str(JOBS / "iter_job.py")
+IDLE = FakeCard(index=0, name="Fake DCU", util_pct=15.0, mem_used_mib=50000.0,
+                mem_total_mib=100000.0, power_w=80.0, power_cap_w=300.0, temp_c=50.0)
+THREAD_LINE = re.compile(r"input pipeline runs in (\d+) threads? inside the trainer, (\d+) % CPU")
+#: (--framework, what the advice names)
+CASES = [("tf-numpy", "num_parallel_calls"), ("mindspore", "num_parallel_workers")]
+
+
+def start(probe_dir: Path, framework: str):  # type: ignore[no-untyped-def]
+    return start_job(probe_dir, argv=run_argv(
+        sys.executable, JOB, "--framework", framework, "--burn", "--sleep-ms", "160",
+        "--compute-ms", "40", "--workers", "1", "--max-seconds", "300"))
+
+
+@pytest.mark.parametrize(("framework", "_words"), CASES)
+def test_the_monitor_reads_the_pipeline_threads(private_probe_dir: Path, framework: str,
+                                                _words: str) -> None:
+    need(framework)
+    proc = start(private_probe_dir, framework)
+    try:
+        pid = wait_ready(proc, timeout=240)
+        monitor = ProcessMonitor(pids=[pid], rescan_s=3.0)
+        seen = []
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                [trainer] = [p for p in monitor.sample().processes if p.pid == pid]
+                seen.append((trainer.other_threads_cpu_pct, trainer.busy_threads))
+                if (trainer.other_threads_cpu_pct or 0.0) >= 30.0 and trainer.busy_threads:
+                    break
+                time.sleep(0.3)
+            else:
+                pytest.fail(f"the pipeline's threads were never read busy: {seen[-6:]}")
+        finally:
+            monitor.close()
+    finally:
+        rc, _, err = stop_job(proc, timeout=120)
+    assert rc == 0, err[-3000:]
+
+
+@pytest.mark.parametrize(("framework", "words"), CASES)
+def test_check_json_says_input_bound_in_n_threads(
+    fake_bin: FakeBin, private_probe_dir: Path, framework: str, words: str
+) -> None:
+    name = need(framework)
+    spec = next(s for s in all_specs() if s.tool == "hy-smi")
+    fake_bin.add_for_spec(spec, [[IDLE]])
+    proc = start(private_probe_dir, framework)
+    try:
+        pid = wait_ready(proc, timeout=240)
+        wait_for_doc(private_probe_dir, pid, timeout=60)
+        report = check(fake_bin, private_probe_dir)
+    finally:
+        stop_job(proc, timeout=120)
+    [card] = report["cards"]
+    verdict = card["verdict"]
+    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    assert trainer["probe"]["framework"] == name
+    assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), verdict
+    found = [m for m in map(THREAD_LINE.search, verdict["why"]) if m]
+    assert found, verdict["why"]
+    threads, cpu = int(found[0].group(1)), int(found[0].group(2))
+    assert threads >= 1 and cpu >= 20, verdict["why"]
+    advice = " ".join(verdict["advice"])
+    assert words in advice and "num_workers" not in advice, verdict["advice"]
+    assert trainer["other_threads_cpu_pct"]["max"] >= 20, trainer
+    assert trainer["busy_threads"]["max"] >= 1, trainer

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -166,10 +167,25 @@ def worker_roles(pid: int, during: Callable[[], Any]) -> tuple[list[str], Any]:
 
 def check_starving(fake_bin: FakeBin, probe_dir: Path, pid: int) -> None:
     """``check --json`` beside a fake tool showing a busy card: `starving`, input-bound, the
-    measured wait in `why` (the probe's share over the check's run, within 5 points)."""
-    before = probe_docs(probe_dir)[pid]
-    report = check(fake_bin, probe_dir, duration=2.0)
-    after = probe_docs(probe_dir)[pid]
+    measured wait in `why`: the probe's share between the first and the last publication the
+    check read (found among every publication seen meanwhile), within 5 points."""
+    seen: list[dict[str, Any]] = []
+    stop = threading.Event()
+
+    def follow() -> None:
+        while not stop.is_set():
+            doc = probe_docs(probe_dir).get(pid)
+            if doc is not None and (not seen or doc["elapsed_s"] != seen[-1]["elapsed_s"]):
+                seen.append(doc)
+            stop.wait(0.02)
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    try:
+        report = check(fake_bin, probe_dir, duration=2.0)
+    finally:
+        stop.set()
+        follower.join()
     [card] = report["cards"]
     verdict = card["verdict"]
     assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), verdict
@@ -177,10 +193,17 @@ def check_starving(fake_bin: FakeBin, probe_dir: Path, pid: int) -> None:
     assert "measured in the trainer" in why, why
     said = re.search(r"data wait (\d+) %", why)
     assert said is not None, why
-    assert abs(float(said.group(1)) - probe_share(before, after)) <= 5.0, (why, before, after)
     assert not any("num_workers > 0" in a for a in verdict["advice"]), verdict["advice"]
     [trainer] = [p for p in report["processes"] if p["pid"] == pid]
-    assert trainer["probe"]["framework"] == "torch"
+    probe = trainer["probe"]
+    assert probe["framework"] == "torch"
+    run = probe["run"]
+    [(first, last)] = [(a, b) for a in seen for b in seen
+                       if (b["batches"], b["steps"]) == (probe["batches"], probe["steps"])
+                       and abs(b["elapsed_s"] - a["elapsed_s"] - run["span_s"]) < 0.002]
+    share = probe_share(first, last)
+    assert run["data_wait_pct"] == pytest.approx(share, abs=0.5), (run, share)
+    assert abs(float(said.group(1)) - share) <= 5.0, (why, share)
 
 
 def walk_phases(probe_dir: Path, pid: int, control: Path,

@@ -17,6 +17,7 @@ library is imported once.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -324,17 +325,27 @@ def test_accelerate_two_ranks_each_read_their_own_wait(
 
 
 def test_accelerate_dispatcher_mode_says_rank_1_wait_is_not_observed(
-    private_probe_dir: Path, tmp_path: Path
+    fake_bin: FakeBin, private_probe_dir: Path, tmp_path: Path
 ) -> None:
     """``DataLoaderConfiguration(dispatch_batches=True)``: rank 0 reads both ranks' batches
     and broadcasts them; rank 1 never calls next() on a DataLoader, its wait is in the
-    broadcast: a sentence, never a figure. Rank 0's wait is measured and right."""
+    broadcast: a sentence, never a figure (in its probe file and in its card's `why`). Rank
+    0's wait is measured and right."""
     need("accelerate")
+    spec = next(s for s in all_specs() if s.tool == "nvidia-smi")
+    fake_bin.add_for_spec(spec, [[BUSY, dataclasses.replace(BUSY, index=1)]])
     with stack_job(private_probe_dir, tmp_path, "accelerate", "--dispatch",
                    launcher=accelerate_launch()) as (proc, marks):
         ready(proc, timeout=240)
         ranks = two_ranks(private_probe_dir)
         by_pid = windows(private_probe_dir, [ranks[0], ranks[1]])
+        report = check(fake_bin, private_probe_dir, duration=2.0)
+    # Ranks tie to cards by local rank (a guess: the CPU job names no device).
+    why = {card["id"]: card["verdict"]["why"] for card in report["cards"]}
+    assert f"{DISPATCHED}, said by the probe in the trainer (PID {ranks[1]}, rank 1)" in why[
+        "nvidia:1"], why
+    assert not any("data wait" in line and "%" in line for line in why["nvidia:1"]), why
+    assert any(line.startswith("data wait ") and "rank 0" in line for line in why["nvidia:0"])
     first, last = by_pid[ranks[0]]
     share = probe_share(first, last)
     truth = share_of(read_marks(marks, 0)["waits"], first, last)

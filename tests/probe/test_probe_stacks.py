@@ -378,11 +378,13 @@ def write_shard(path: Path, samples: int = 64) -> None:
 
 @pytest.mark.parametrize("stack", ["stateful", "webdataset"])
 def test_loader_workers_found_and_shares_right(
-    private_probe_dir: Path, tmp_path: Path, stack: str
+    fake_bin: FakeBin, private_probe_dir: Path, tmp_path: Path, stack: str
 ) -> None:
-    """torchdata's workers keep the name ``python`` (found by what they run), WebLoader's are
-    torch's; one worker each, ``num_workers`` published, shares right."""
+    """torchdata's workers keep the name ``python`` (found by what they run: `check --json`
+    says starving without advising ``num_workers > 0``), WebLoader's are torch's; one worker
+    each, ``num_workers`` published, shares right."""
     need({"stateful": "torchdata", "webdataset": "webdataset"}[stack])
+    busy_card(fake_bin)
     extra: tuple[str, ...] = ()
     if stack == "webdataset":
         shard = tmp_path / "shard-000000.tar"
@@ -391,8 +393,11 @@ def test_loader_workers_found_and_shares_right(
     control = tmp_path / "control.json"
     with stack_job(private_probe_dir, tmp_path, stack, *extra) as (proc, marks):
         pid = ready(proc, timeout=240)
+        starving = (lambda: check_starving(fake_bin, private_probe_dir, pid)
+                    ) if stack == "stateful" else None
         roles, phases = worker_roles(pid, lambda: walk_phases(
-            private_probe_dir, pid, control, phases=(INPUT_BOUND, COMPUTE_BOUND)))
+            private_probe_dir, pid, control, at_input_bound=starving,
+            phases=(INPUT_BOUND, COMPUTE_BOUND)))
     job_marks = read_marks(marks)
     for constructed, first, last in phases:
         assert_share(first, last, job_marks, constructed, f"{stack} at {constructed:.0f} %")

@@ -118,7 +118,10 @@ class Pacer:
         self.start, self.micro = None, 0
         self.steps += 1
         if self.steps == self.warm:
-            print(f"READY {os.getpid()}", flush=True)
+            # One write: two ranks share the pipe, and an unbuffered print writes the line
+            # and its newline apart (the lines then interleave).
+            sys.stdout.flush()
+            os.write(1, f"READY {os.getpid()}\n".encode())
 
 
 def watch_stdin(stop: threading.Event) -> None:

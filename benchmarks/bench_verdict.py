@@ -7,12 +7,22 @@ Feeds the ``imbalanced_4_cards`` scenario (tests/scenarios.py, widened or narrow
 window, and times ``push`` with ``time.process_time`` (this process's CPU), plain (as ``check``
 and ``report`` call it) and focused on one card and the job (as the dashboard does). Also times
 one plain ``judge`` over a full 30-poll window. Prints the figures; asserts nothing.
+
+    python benchmarks/bench_verdict.py --share [--compare DIR] [--passes 3] [--seconds 30]
+
+The verdict's share of the dashboard's CPU: the dashboard at 1 Hz in a 160x50 tmux pane with
+bench_ui's 8 fake NVIDIA cards, started through ``verdict_timed_app.py`` (which adds up the CPU
+of the tracker's calls); after ``--warm`` seconds (a full verdict window), the tracker's CPU
+over ``--seconds`` against the whole process's (every thread, as the scheduler counts it).
+``--compare DIR``: the same for another checkout (``git worktree`` of main), passes interleaved.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from statistics import mean, median
@@ -38,11 +48,55 @@ def widen(frames: list[Frame], cards: int) -> list[Frame]:
     return out
 
 
+def share(tree: Path, label: str, seconds: float, warm: float, root: Path) -> None:
+    """One pass of the dashboard from ``tree``: the tracker's share of its CPU."""
+    from benchmarks.bench_ui import Pane, make_bin, run_ns
+
+    count = root / f"{label}.verdict-ns"
+    count.write_bytes(b"")
+    argv = [sys.executable, str(ROOT / "benchmarks" / "verdict_timed_app.py"), str(count),
+            "--interval", "1"]
+    pane = Pane(root, make_bin(root, hung=False), label, (160, 50), tree, argv)
+
+    def verdict_ns() -> int:
+        text = count.read_text().strip()
+        return int(text) if text else 0
+
+    try:
+        pane.wait_for("▸")
+        time.sleep(warm)
+        v0, p0, w0 = verdict_ns(), run_ns(pane.proc.pid), time.perf_counter()
+        time.sleep(seconds)
+        v1, p1, w1 = verdict_ns(), run_ns(pane.proc.pid), time.perf_counter()
+    finally:
+        pane.close()
+    if p0 is None or p1 is None:
+        print(f"{label}: the dashboard's CPU could not be read")
+        return
+    own, verdict, wall = (p1 - p0) / 1e6, (v1 - v0) / 1e6, w1 - w0
+    print(f"{label:8s} dashboard {own / wall:6.2f} ms CPU/s, verdict {verdict / wall:5.2f} ms "
+          f"CPU/s: {100 * verdict / own:5.1f} % of it; load {os.getloadavg()[0]:.1f}",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=300)
     parser.add_argument("--cards", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--share", action="store_true",
+                        help="the verdict's share of the running dashboard's CPU")
+    parser.add_argument("--compare", type=Path, default=None)
+    parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--warm", type=float, default=35.0)
     args = parser.parse_args()
+    if args.share:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in range(args.passes):
+                if args.compare is not None:
+                    share(args.compare, f"compare{n}", args.seconds, args.warm, Path(tmp))
+                share(ROOT, f"this{n}", args.seconds, args.warm, Path(tmp))
+        return
     scenario = SCENARIOS["imbalanced_4_cards"]
     base = scenario.frames(args.polls)
     print(f"{'cards':>5}  {'push mean':>10}  {'push median':>11}  {'push max':>9}  "

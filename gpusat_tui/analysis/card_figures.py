@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(slots=True)
 class CardFigures:
     """A card's figures over the window, and the sentences that quote them."""
 

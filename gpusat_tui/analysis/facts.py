@@ -31,12 +31,12 @@ __all__ = [
 
 def _processes(frame: Frame) -> list[ProcessSample]:
     procs = getattr(frame, "processes", None)
-    return list(procs) if isinstance(procs, list | tuple) else []
+    return list(procs) if isinstance(procs, (list, tuple)) else []
 
 
 def _card_ids_of(proc: ProcessSample) -> tuple[str, ...]:
     ids = getattr(proc, "card_ids", None)
-    if not ids or not isinstance(ids, list | tuple):
+    if not ids or not isinstance(ids, (list, tuple)):
         return ()  # most processes (the workers) name no card
     return tuple(i for i in ids if isinstance(i, str))
 
@@ -162,7 +162,7 @@ def sorted_figures(values: Sequence[float | None]) -> list[float]:
 
 def clean_stats(values: Iterable[float | None]) -> Stats | None:
     """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
-    items = values if isinstance(values, list | tuple) else list(values)
+    items = values if isinstance(values, (list, tuple)) else list(values)
     # The sort gives the median (as `statistics.median` computes it), the min (the first of
     # equal ones, as `min` picks: the sort is stable), the sum (`fsum` is exact in any order)
     # and the max, except where the top is zero: `max` picks the first of equal ones (0.0
@@ -184,7 +184,7 @@ def clean_stats(values: Iterable[float | None]) -> Stats | None:
 
 def clean_median(values: Iterable[float | None]) -> float | None:
     """The median of `clean_stats`, alone (for figures of which only the median is read)."""
-    present = sorted_figures(values if isinstance(values, list | tuple) else list(values))
+    present = sorted_figures(values if isinstance(values, (list, tuple)) else list(values))
     n = len(present)
     if not n:
         return None

@@ -42,7 +42,7 @@ def num(value: object) -> float | None:
         # The common case (a validated model's figure), answered without conversions; NaN
         # fails both comparisons.
         return value if 0.0 <= value < math.inf else None
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)
     if not math.isfinite(value) or value < 0:
@@ -95,7 +95,7 @@ def stats(values: Iterable[object]) -> Stats | None:
 
 def cards_of(frame: Frame) -> list[CardReading]:
     cards = getattr(frame, "cards", None)
-    return list(cards) if isinstance(cards, list | tuple) else []
+    return list(cards) if isinstance(cards, (list, tuple)) else []
 
 
 def card_id_of(card: CardReading) -> str | None:

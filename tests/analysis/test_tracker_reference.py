@@ -147,3 +147,44 @@ def test_the_tracker_judges_as_from_scratch_on_every_recorded_session(path: Path
     focus = next((f.cards[1].id for f in frames if len(f.cards) > 1), None)
     assert assert_same(frames, focus) > len(frames)
 
+
+
+def test_a_starving_cause_kept_with_its_evidence_is_the_one_found_anew() -> None:
+    # The cards of a window that share one host evidence share its starving cause: whatever
+    # order they ask in, each gets what a fresh evidence of the same figures gives.
+    from dataclasses import replace
+
+    from gpusat_tui.analysis.causes import starving_cause
+    from gpusat_tui.analysis.evidence import HostEvidence
+    from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
+
+    amd = DEFAULT_THRESHOLDS.for_vendor("amd")
+    asks = [
+        (th, light, label, busy, size)
+        for th in (DEFAULT_THRESHOLDS, amd)
+        for light in (False, True)
+        for label in ("GPU-Util", "util")
+        for busy in (False, True)
+        for size in (None, 4)
+    ]
+    evidences = [
+        HostEvidence(),
+        HostEvidence(n_process_samples=3, trainer_cpu=99.0, n_workers=0, host_cpu=40.0,
+                     cpu_count=8, iowait=1.0),
+        HostEvidence(n_process_samples=9, trainer_cpu=20.0, n_workers=4, worker_cpu=97.0,
+                     worker_sum=390.0, host_cpu=90.0, cpu_count=8, iowait=2.0),
+        HostEvidence(n_process_samples=9, trainer_cpu=99.0, n_workers=2, worker_cpu=3.0,
+                     worker_sum=6.0, host_cpu=30.0, cpu_count=8, world_size=4, rank=1),
+    ]
+    found = set()
+    for ev in evidences:
+        for order in (asks, asks[::-1]):
+            shared = replace(ev)
+            for th, light, label, busy, size in order:
+                kept = starving_cause(shared, th, light=light, label=label, busy=busy,
+                                      probe_world_size=size)
+                anew = starving_cause(replace(ev), th, light=light, label=label, busy=busy,
+                                      probe_world_size=size)
+                assert kept == anew
+                found.add(kept[0])
+    assert len(found) >= 3  # the asks do reach different causes

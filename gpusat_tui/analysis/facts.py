@@ -263,9 +263,13 @@ assert ProcFacts._fields == (
 def frame_facts(frame: Frame) -> FrameFacts:
     """The facts of one frame (never raises on odd figures)."""
     cards: dict[str, CardFacts] = {}
+    readings: list[tuple[str, bool]] = []
     for card in cards_of(frame):
         cid = card_id_of(card)
-        if cid is not None and cid not in cards:
+        if cid is None:
+            continue
+        readings.append((cid, getattr(card, "stale_s", None) is None))
+        if cid not in cards:
             cards[cid] = card_facts(card)
     procs = []
     for proc in _processes(frame):
@@ -311,7 +315,11 @@ def frame_facts(frame: Frame) -> FrameFacts:
                       any_card_ids=any(p.card_ids for p in procs),
                       fresh=fresh,
                       fresh_util={cid: c.util for cid, c in fresh.items()},
-                      readings=_readings(frame),
+                      readings=(
+                          tuple(readings) if isinstance(getattr(frame, "cards", None),
+                                                        (list, tuple))
+                          else _readings(frame)
+                      ),
                       any_throttle=any(c.throttle for c in fresh.values()))
 
 
@@ -344,7 +352,9 @@ def _count(value: object) -> int | None:
 def pct_or_none(value: object) -> float | None:
     """A percentage, or None: a figure far above 100 is a misread, not a utilisation."""
     figure = num(value)
-    return None if figure is None or figure > 100.5 else min(figure, 100.0)
+    if figure is None or figure > 100.5:
+        return None
+    return figure if figure <= 100.0 else 100.0  # min(figure, 100.0), without the call
 
 
 def mem_pct_of(card: object) -> float | None:

@@ -15,6 +15,16 @@ bench_ui's 8 fake NVIDIA cards, started through ``verdict_timed_app.py`` (which 
 of the tracker's calls); after ``--warm`` seconds (a full verdict window), the tracker's CPU
 over ``--seconds`` against the whole process's (every thread, as the scheduler counts it).
 ``--compare DIR``: the same for another checkout (``git worktree`` of main), passes interleaved.
+
+    valgrind --tool=cachegrind --cache-sim=no python benchmarks/bench_verdict.py \
+        --instructions N [--cards 8] [--dashboard] [--plain]
+
+Only pushes, for an instruction count (timings on a shared 2-core machine moved by 2x between
+identical runs; instructions do not): a full 30 s window, then ``N`` more pushes, focused as
+the dashboard calls it (``--plain``: no focus). The count of ``N`` minus that of 0, over ``N``,
+is a push's. ``--dashboard``: bench_ui's 8 fake cards (no processes) with the dashboard's
+``hold_cause``, instead of the straggler scenario. ``BENCH_TREE=DIR`` measures the package of
+another checkout (a worktree of main) with this script.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from statistics import mean, median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# ``BENCH_TREE=DIR``: measure the package of another checkout (main) with this script.
+sys.path.insert(0, os.environ.get("BENCH_TREE", str(ROOT)))
 
 from gpusat_tui.analysis.tracker import VerdictTracker  # noqa: E402
 from gpusat_tui.analysis.verdict import judge  # noqa: E402
@@ -79,6 +91,35 @@ def share(tree: Path, label: str, seconds: float, warm: float, root: Path) -> No
           flush=True)
 
 
+def dashboard_frames(n: int) -> list[Frame]:
+    """What the dashboard reads from bench_ui's fake nvidia-smi: 8 cards, no processes."""
+    from benchmarks.bench_ui import eight_cards
+    from gpusat_tui.model import CardReading, HostSample
+    from tests.scenarios import T0
+
+    return [
+        Frame(t=T0 + step, seq=step, host=HostSample(cpu_pct=47.5, iowait_pct=0.0, cpu_count=2),
+              cards=[CardReading(vendor="nvidia", index=c.index, name=c.name, tool="nvidia-smi",
+                                 util_pct=c.util_pct, mem_used_mib=c.mem_used_mib,
+                                 mem_total_mib=c.mem_total_mib, power_w=c.power_w,
+                                 power_cap_w=c.power_cap_w, temp_c=c.temp_c,
+                                 extras={"throttle": ""})
+                     for c in eight_cards(step)])
+        for step in range(n)
+    ]
+
+
+def instructions(pushes: int, cards: int, dashboard: bool, plain: bool) -> None:
+    """A full window, then ``pushes`` more: for an instruction counter around the process."""
+    n = 32 + pushes
+    frames = dashboard_frames(n) if dashboard else widen(
+        SCENARIOS["imbalanced_4_cards"].frames(n), cards)
+    tracker = VerdictTracker(hold_cause=dashboard)
+    focus = None if plain else {"job", frames[-1].cards[0].id}
+    for frame in frames:
+        tracker.push(frame, focus=focus)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=300)
@@ -89,7 +130,13 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--warm", type=float, default=35.0)
+    parser.add_argument("--instructions", type=int, default=None, metavar="N")
+    parser.add_argument("--dashboard", action="store_true")
+    parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
+    if args.instructions is not None:
+        instructions(args.instructions, args.cards[0], args.dashboard, args.plain)
+        return
     if args.share:
         with tempfile.TemporaryDirectory() as tmp:
             for n in range(args.passes):

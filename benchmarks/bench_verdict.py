@@ -7,18 +7,40 @@ Feeds the ``imbalanced_4_cards`` scenario (tests/scenarios.py, widened or narrow
 window, and times ``push`` with ``time.process_time`` (this process's CPU), plain (as ``check``
 and ``report`` call it) and focused on one card and the job (as the dashboard does). Also times
 one plain ``judge`` over a full 30-poll window. Prints the figures; asserts nothing.
+
+    python benchmarks/bench_verdict.py --share [--compare DIR] [--passes 3] [--seconds 30]
+
+The verdict's share of the dashboard's CPU: the dashboard at 1 Hz in a 160x50 tmux pane with
+bench_ui's 8 fake NVIDIA cards, started through ``verdict_timed_app.py`` (which adds up the CPU
+of the tracker's calls); after ``--warm`` seconds (a full verdict window), the tracker's CPU
+over ``--seconds`` against the whole process's (every thread, as the scheduler counts it).
+``--compare DIR``: the same for another checkout (``git worktree`` of main), passes interleaved.
+
+    valgrind --tool=cachegrind --cache-sim=no python benchmarks/bench_verdict.py \
+        --instructions N [--cards 8] [--dashboard] [--plain]
+
+Only pushes, for an instruction count (timings on a shared 2-core machine moved by 2x between
+identical runs; instructions do not): a full 30 s window, then ``N`` more pushes, focused as
+the dashboard calls it (``--plain``: no focus). The count of ``N`` minus that of 0, over ``N``,
+is a push's. ``--dashboard``: bench_ui's 8 fake cards (no processes) with the dashboard's
+``hold_cause``, instead of the straggler scenario. ``BENCH_TREE=DIR`` measures the package of
+another checkout (a worktree of main) with this script.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from statistics import mean, median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# ``BENCH_TREE=DIR``: measure the package of another checkout (main) with this script.
+sys.path.insert(0, os.environ.get("BENCH_TREE", str(ROOT)))
 
 from gpusat_tui.analysis.tracker import VerdictTracker  # noqa: E402
 from gpusat_tui.analysis.verdict import judge  # noqa: E402
@@ -38,11 +60,90 @@ def widen(frames: list[Frame], cards: int) -> list[Frame]:
     return out
 
 
+def share(tree: Path, label: str, seconds: float, warm: float, root: Path) -> None:
+    """One pass of the dashboard from ``tree``: the tracker's share of its CPU."""
+    from benchmarks.bench_ui import Pane, make_bin, run_ns
+
+    count = root / f"{label}.verdict-ns"
+    count.write_bytes(b"")
+    argv = [sys.executable, str(ROOT / "benchmarks" / "verdict_timed_app.py"), str(count),
+            "--interval", "1"]
+    pane = Pane(root, make_bin(root, hung=False), label, (160, 50), tree, argv)
+
+    def verdict_ns() -> int:
+        text = count.read_text().strip()
+        return int(text) if text else 0
+
+    try:
+        pane.wait_for("▸")
+        time.sleep(warm)
+        v0, p0, w0 = verdict_ns(), run_ns(pane.proc.pid), time.perf_counter()
+        time.sleep(seconds)
+        v1, p1, w1 = verdict_ns(), run_ns(pane.proc.pid), time.perf_counter()
+    finally:
+        pane.close()
+    if p0 is None or p1 is None:
+        print(f"{label}: the dashboard's CPU could not be read")
+        return
+    own, verdict, wall = (p1 - p0) / 1e6, (v1 - v0) / 1e6, w1 - w0
+    print(f"{label:8s} dashboard {own / wall:6.2f} ms CPU/s, verdict {verdict / wall:5.2f} ms "
+          f"CPU/s: {100 * verdict / own:5.1f} % of it; load {os.getloadavg()[0]:.1f}",
+          flush=True)
+
+
+def dashboard_frames(n: int) -> list[Frame]:
+    """What the dashboard reads from bench_ui's fake nvidia-smi: 8 cards, no processes."""
+    from benchmarks.bench_ui import eight_cards
+    from gpusat_tui.model import CardReading, HostSample
+    from tests.scenarios import T0
+
+    return [
+        Frame(t=T0 + step, seq=step, host=HostSample(cpu_pct=47.5, iowait_pct=0.0, cpu_count=2),
+              cards=[CardReading(vendor="nvidia", index=c.index, name=c.name, tool="nvidia-smi",
+                                 util_pct=c.util_pct, mem_used_mib=c.mem_used_mib,
+                                 mem_total_mib=c.mem_total_mib, power_w=c.power_w,
+                                 power_cap_w=c.power_cap_w, temp_c=c.temp_c,
+                                 extras={"throttle": ""})
+                     for c in eight_cards(step)])
+        for step in range(n)
+    ]
+
+
+def instructions(pushes: int, cards: int, dashboard: bool, plain: bool) -> None:
+    """A full window, then ``pushes`` more: for an instruction counter around the process."""
+    n = 32 + pushes
+    frames = dashboard_frames(n) if dashboard else widen(
+        SCENARIOS["imbalanced_4_cards"].frames(n), cards)
+    tracker = VerdictTracker(hold_cause=dashboard)
+    focus = None if plain else {"job", frames[-1].cards[0].id}
+    for frame in frames:
+        tracker.push(frame, focus=focus)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=300)
     parser.add_argument("--cards", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--share", action="store_true",
+                        help="the verdict's share of the running dashboard's CPU")
+    parser.add_argument("--compare", type=Path, default=None)
+    parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--warm", type=float, default=35.0)
+    parser.add_argument("--instructions", type=int, default=None, metavar="N")
+    parser.add_argument("--dashboard", action="store_true")
+    parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
+    if args.instructions is not None:
+        instructions(args.instructions, args.cards[0], args.dashboard, args.plain)
+        return
+    if args.share:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in range(args.passes):
+                if args.compare is not None:
+                    share(args.compare, f"compare{n}", args.seconds, args.warm, Path(tmp))
+                share(ROOT, f"this{n}", args.seconds, args.warm, Path(tmp))
+        return
     scenario = SCENARIOS["imbalanced_4_cards"]
     base = scenario.frames(args.polls)
     print(f"{'cards':>5}  {'push mean':>10}  {'push median':>11}  {'push max':>9}  "

@@ -132,6 +132,7 @@ def decide(
         verdict.kind == "starving" and verdict.cause in ("unknown", "light-kernels")
     )
     if unsure and RUN_ADVICE not in verdict.advice:
+        # Not reached from `_decide`'s own verdicts (each adds it as it builds one).
         return verdict.model_copy(update={"advice": [*verdict.advice, RUN_ADVICE]})
     return verdict
 
@@ -209,6 +210,8 @@ def _decide(
             "Confirm with torch.cuda.memory_stats(): a growing num_alloc_retries means the "
             "allocator keeps flushing its cache to find room",
         ]
+        if measured is None:
+            advice.append(RUN_ADVICE)  # what `decide` adds to an unsure verdict, added here once
         return make_verdict("fragmenting", None, why, advice, 0.5, f.n)
 
     # 3. saturated
@@ -334,6 +337,8 @@ def _decide(
     )
     if short_stall:
         cwhy.append(short_stall)
+    if measured is None and cause in ("unknown", "light-kernels") and RUN_ADVICE not in cadvice:
+        cadvice.append(RUN_ADVICE)  # what `decide` adds to an unsure verdict, added here once
     return make_verdict("starving", cause, why + cwhy + [throttle_line], cadvice, conf, f.n)
 
 

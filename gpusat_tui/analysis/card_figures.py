@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(slots=True)
 class CardFigures:
     """A card's figures over the window, and the sentences that quote them."""
 
@@ -54,7 +54,8 @@ class CardFigures:
     power: float | None
     cap: float | None
     pfrac: float | None
-    mem_reversals: int
+    #: The VRAM % of each fresh reading, in order: what `mem_reversals` counts over.
+    mem_series: Sequence[float | None]
     #: NVIDIA GPM SM activity over the window, and the median tensor-pipe activity (None
     #: where not given).
     sm_active: Stats | None = None
@@ -63,6 +64,13 @@ class CardFigures:
     #: readings had the reasons read at all (0: the tool gives none).
     throttle: dict[str, int] | None = None
     throttle_n: int = 0
+
+    @property
+    def mem_reversals(self) -> int:
+        """How often the used memory changed direction. Counted when asked (only the
+        fragmenting rule quotes it): a loop over every reading of the window, for every card
+        of every judged window, was a fifth of the cost of its figures."""
+        return clean_reversals(self.mem_series, 0.5)
 
     def throttled(self, th: Thresholds) -> list[str]:
         """Limiting reasons active in at least ``throttled_frac`` of the readings."""
@@ -240,7 +248,7 @@ def window_figures(
         power=clean_median(powers),
         cap=cap if cap is not None and cap > 0 else None,
         pfrac=clean_median(pfracs),
-        mem_reversals=clean_reversals(mem_pcts, 0.5),
+        mem_series=mem_pcts,
     )
     if sms.count(None) != n:
         sm = clean_stats(sms)
@@ -282,6 +290,6 @@ def light_figures(
         power=None,
         cap=None,
         pfrac=clean_median(pfracs),
-        mem_reversals=0,
+        mem_series=(),
     )
     return figs, th

@@ -483,7 +483,15 @@ def starving_cause(
     ev: HostEvidence, th: Thresholds, *, light: bool, label: str, busy: bool = False,
     probe_world_size: int | None = None, rules: list[CauseRule] | None = None,
 ) -> tuple[str, list[str], list[str], float]:
-    """(cause, why, advice, confidence) for a starving card (see `find_cause`)."""
+    """(cause, why, advice, confidence) for a starving card (see `find_cause`).
+
+    Kept with ``ev`` per set of arguments: a window's cards share one `HostEvidence` where no
+    process names its cards (most hosts), so its starving cards find their cause once."""
+    key = (id(th), light, label, busy, probe_world_size, id(rules))
+    kept = ev.causes.get(key)
+    if kept is not None and kept[0] is th and kept[1] is rules:
+        cause, why, advice, conf = kept[2]
+        return cause, list(why), list(advice), conf
     ctx = CauseContext(ev=ev, light=light, label=label, busy=busy,
                        probe_world_size=probe_world_size)
     found = find_cause(ctx, th, rules)
@@ -491,4 +499,6 @@ def starving_cause(
     if found.source:
         why.append(f"cause {found.source}" if found.basis == "inferred"
                    else f"cause measured: {found.source}")
+    # The thresholds and rules are kept with the result, so their ids in the key stay theirs.
+    ev.causes[key] = (th, rules, (found.cause, tuple(why), tuple(found.advice), found.confidence))
     return found.cause, why, list(found.advice), found.confidence

@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
 
@@ -189,6 +189,11 @@ class HostEvidence:
     #: how many are busy, medians across polls (where tf.data or MindSpore load, in threads).
     trainer_threads_cpu: float | None = None
     trainer_busy_threads: int | None = None
+    #: The starving cause found from this evidence, per set of `causes.starving_cause`'s
+    #: arguments (the cards of a window that share this evidence share the finding).
+    causes: dict[tuple[object, ...], tuple[Any, ...]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     @property
     def has_processes(self) -> bool:
@@ -318,7 +323,11 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
     """The window's `HostEvidence` from each poll's figures (``polls[i]`` of ``facts[i]``):
     medians across polls, host figures from the frames."""
     ev = HostEvidence()
-    if polls:
+    if polls and not any(poll[0] for poll in polls):
+        # No process tied to the card at any poll (a host without a trainer, or one seen
+        # only through the tool): every process figure is missing, only `foreign` can be set.
+        ev.foreign_processes = any(poll.foreign for poll in polls)
+    elif polls:
         (
             n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
             worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,

@@ -31,12 +31,12 @@ __all__ = [
 
 def _processes(frame: Frame) -> list[ProcessSample]:
     procs = getattr(frame, "processes", None)
-    return list(procs) if isinstance(procs, list | tuple) else []
+    return list(procs) if isinstance(procs, (list, tuple)) else []
 
 
 def _card_ids_of(proc: ProcessSample) -> tuple[str, ...]:
     ids = getattr(proc, "card_ids", None)
-    if not ids or not isinstance(ids, list | tuple):
+    if not ids or not isinstance(ids, (list, tuple)):
         return ()  # most processes (the workers) name no card
     return tuple(i for i in ids if isinstance(i, str))
 
@@ -165,7 +165,7 @@ def sorted_figures(values: Sequence[float | None]) -> list[float]:
 
 def clean_stats(values: Iterable[float | None]) -> Stats | None:
     """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
-    items = values if isinstance(values, list | tuple) else list(values)
+    items = values if isinstance(values, (list, tuple)) else list(values)
     # The sort gives the median (as `statistics.median` computes it), the min (the first of
     # equal ones, as `min` picks: the sort is stable), the sum (`fsum` is exact in any order)
     # and the max, except where the top is zero: `max` picks the first of equal ones (0.0
@@ -187,7 +187,7 @@ def clean_stats(values: Iterable[float | None]) -> Stats | None:
 
 def clean_median(values: Iterable[float | None]) -> float | None:
     """The median of `clean_stats`, alone (for figures of which only the median is read)."""
-    present = sorted_figures(values if isinstance(values, list | tuple) else list(values))
+    present = sorted_figures(values if isinstance(values, (list, tuple)) else list(values))
     n = len(present)
     if not n:
         return None
@@ -267,9 +267,13 @@ assert ProcFacts._fields == (
 def frame_facts(frame: Frame) -> FrameFacts:
     """The facts of one frame (never raises on odd figures)."""
     cards: dict[str, CardFacts] = {}
+    readings: list[tuple[str, bool]] = []
     for card in cards_of(frame):
         cid = card_id_of(card)
-        if cid is not None and cid not in cards:
+        if cid is None:
+            continue
+        readings.append((cid, getattr(card, "stale_s", None) is None))
+        if cid not in cards:
             cards[cid] = card_facts(card)
     procs = []
     for proc in _processes(frame):
@@ -317,7 +321,11 @@ def frame_facts(frame: Frame) -> FrameFacts:
                       any_card_ids=any(p.card_ids for p in procs),
                       fresh=fresh,
                       fresh_util={cid: c.util for cid, c in fresh.items()},
-                      readings=_readings(frame),
+                      readings=(
+                          tuple(readings) if isinstance(getattr(frame, "cards", None),
+                                                        (list, tuple))
+                          else _readings(frame)
+                      ),
                       any_throttle=any(c.throttle for c in fresh.values()))
 
 
@@ -350,7 +358,9 @@ def _count(value: object) -> int | None:
 def pct_or_none(value: object) -> float | None:
     """A percentage, or None: a figure far above 100 is a misread, not a utilisation."""
     figure = num(value)
-    return None if figure is None or figure > 100.5 else min(figure, 100.0)
+    if figure is None or figure > 100.5:
+        return None
+    return figure if figure <= 100.0 else 100.0  # min(figure, 100.0), without the call
 
 
 def mem_pct_of(card: object) -> float | None:

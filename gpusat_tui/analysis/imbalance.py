@@ -188,27 +188,32 @@ def _persistent(
     n = len(next(iter(series.values())))
     stretches = _chunks(n, 3)
 
-    def levels(c: str) -> list[float | None]:
-        """The card's level in each stretch (None where it has no figure there)."""
-        values = series[c]
-        out = []
-        for part in stretches:
-            ordered = sorted_figures(values[part.start : part.stop])
-            out.append(_trimmed_mean(ordered) if ordered else None)
-        return out
+    def level(c: str, part: range) -> float | None:
+        """The card's level in one stretch (None where it has no figure there)."""
+        ordered = sorted_figures(series[c][part.start : part.stop])
+        return _trimmed_mean(ordered) if ordered else None
 
-    # The high cards' median level in each stretch: the same for every low card.
-    theirs = list(zip(*[levels(h) for h in high], strict=True))
-    reference = [
-        statistics.median(found) if (found := [m for m in part if m is not None]) else None
-        for part in theirs
-    ]
+    # The high cards' median level in each stretch, the same for every low card; found when
+    # first compared (a low card is dropped at its first stretch that is not low enough, and
+    # most are at the first: the later stretches are then never read).
+    references: dict[int, float | None] = {}
+
+    def reference(i: int) -> float | None:
+        if i not in references:
+            found = [m for h in high if (m := level(h, stretches[i])) is not None]
+            references[i] = statistics.median(found) if found else None
+        return references[i]
+
     held: list[str] = []
     for c in low:
         ok = True
         compared = 0
-        for mine, ref in zip(levels(c), reference, strict=True):
-            if mine is None or ref is None:
+        for i, part in enumerate(stretches):
+            mine = level(c, part)
+            if mine is None:
+                continue
+            ref = reference(i)
+            if ref is None:
                 continue
             compared += 1
             if ref - mine < gap:

@@ -80,9 +80,16 @@ class VerdictTracker:
         recent_polls: int = 3,
         max_frames: int = 600,
         hold_cause: bool = False,
+        reference: bool = False,
     ) -> None:
         """``hold_cause``: no cause is named until ``window_s`` of polls (or a probe's
-        measured span) is in (`cause_hold`): for the dashboard, which starts with the job."""
+        measured span) is in (`cause_hold`): for the dashboard, which starts with the job.
+
+        ``reference``: judge every window from scratch, as the definition above reads: each
+        frame's facts taken anew for each window (nothing a frame kept from an earlier window
+        or push), each window's own history, every card of a window judged in full, nothing
+        shared between windows. Several times slower; what the shortcuts of the plain tracker
+        are tested against (tests/analysis/test_tracker_reference.py)."""
         if not window_s > 0:
             raise ValueError(f"window_s must be > 0, got {window_s!r}")
         if hold_polls < 1 or recent_polls < 1:
@@ -104,6 +111,7 @@ class VerdictTracker:
         self._assessment = Assessment()
         self._focus: Collection[str] | None = None
         self.hold_cause = hold_cause
+        self.reference = reference
         #: Time of the first poll since the last reset (how much evidence is in).
         self._started_t: float | None = None
 
@@ -163,6 +171,12 @@ class VerdictTracker:
             return pasts[start]
 
         def judged(offset: int) -> Assessment:
+            if self.reference:
+                start = min(offset, history)
+                return judge_prepared(
+                    frames[start:], [frame_facts(f) for f in frames[start:]], self.thresholds,
+                    context=offset - start,
+                )
             if offset not in cache:
                 start = min(offset, history)
                 cache[offset] = judge_prepared(
@@ -187,7 +201,10 @@ class VerdictTracker:
             offset = max(0, since - first)
             if key == JOB_KEY:
                 return judged(offset).job
-            if offset in cache or offset == job_offset or 5 * readers[offset] >= 3 * n_cards:
+            if (
+                self.reference or offset in cache or offset == job_offset
+                or 5 * readers[offset] >= 3 * n_cards
+            ):
                 return judged(offset).cards.get(key)
             if offset not in windows:
                 start = min(offset, history)
@@ -248,7 +265,10 @@ class VerdictTracker:
         if state.brief:
             state.brief = False
             frames = [entry[2] for entry in self._frames]
-            facts = [entry[3] for entry in self._frames]
+            facts = (
+                [frame_facts(f) for f in frames] if self.reference
+                else [entry[3] for entry in self._frames]
+            )
             offset = max(0, state.since - self._frames[0][0])
             start = min(offset, self._history_start())
             long: Verdict | None
@@ -256,6 +276,10 @@ class VerdictTracker:
                 long = judge_prepared(
                     frames[start:], facts[start:], self.thresholds, context=offset - start
                 ).job
+            elif self.reference:
+                long = judge_prepared(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start
+                ).cards.get(key)
             else:
                 window = PreparedWindow(
                     frames[start:], facts[start:], self.thresholds, context=offset - start

@@ -30,7 +30,7 @@ from tests.probe_helpers import JOBS, run_argv, start_job, stop_job, wait_for_do
 
 pytestmark = pytest.mark.frameworks
 
-WAIT_LINE = re.compile(r"data wait (\d+) % of (\d+) s, measured in the trainer")
+WAIT_LINE = re.compile(r"data wait (\d+) % over the last (\d+) s, measured in the trainer")
 
 
 @pytest.mark.parametrize("framework", ["grain", "grain-dataset"])

@@ -46,7 +46,7 @@ from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.verdict import History, PreparedWindow, judge_prepared, window_ids
 from gpusat_tui.model import Assessment, Frame, Verdict
 
-__all__ = ["VerdictTracker"]
+__all__ = ["VerdictTracker", "recent_starts"]
 
 
 @dataclass
@@ -219,7 +219,7 @@ class VerdictTracker:
         # to unknown; a card with too few fresh readings anywhere is judged (unknown) on the
         # plain last polls.
         short = max(0, len(frames) - self.recent_polls)
-        starts = _recent_starts(facts, self.recent_polls, short)
+        starts = recent_starts(facts, self.recent_polls, short)
         cards: dict[str, Verdict] = {}
         for card_id in window_ids(facts[short:]):
             offset = starts.get(card_id, short)
@@ -244,8 +244,8 @@ class VerdictTracker:
 
     def window_ranks(self, key: str) -> list[Rank]:
         """The probed trainers over the window that ``key``'s shown figures come from: the
-        data wait quoted in its why (``data wait 51 % of 11 s``) is these ranks' figure, so a
-        screen that shows one beside it shows the same."""
+        data wait quoted in its why (``data wait 51 % over the last 11 s``) is these ranks'
+        figure, so a screen that shows one beside it shows the same."""
         state = self._shown.get(key)
         if state is None or state.figures_since is None or not self._frames:
             return []
@@ -364,7 +364,7 @@ class VerdictTracker:
         return state.verdict
 
 
-def _recent_starts(facts: Sequence[FrameFacts], wanted: int, short: int) -> dict[str, int]:
+def recent_starts(facts: Sequence[FrameFacts], wanted: int, short: int) -> dict[str, int]:
     """Per card: the offset from which the frames hold ``wanted`` fresh readings of it, for
     cards that have that many in the window (never later than ``short``). A card none of whose
     last ``wanted`` polls is fresh gets no entry: its tool is failing, so it reads unknown

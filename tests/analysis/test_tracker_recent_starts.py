@@ -1,4 +1,4 @@
-"""`_recent_starts` stops reading older polls once nothing there can change its answer; it must
+"""`recent_starts` stops reading older polls once nothing there can change its answer; it must
 answer exactly what a read of the whole window answers, for any mix of fresh, stale and
 missing cards."""
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.tracker import _recent_starts
+from gpusat_tui.analysis.tracker import recent_starts
 from gpusat_tui.model import CardReading, Frame
 
 
@@ -62,7 +62,7 @@ def test_recent_starts_matches_a_full_scan(polls: list[list[str]], wanted: int) 
     frames = frames_from(polls)
     short = max(0, len(frames) - wanted)
     facts = [frame_facts(f) for f in frames]
-    assert _recent_starts(facts, wanted, short) == full_scan(frames, wanted, short)
+    assert recent_starts(facts, wanted, short) == full_scan(frames, wanted, short)
 
 
 def test_a_card_fresh_only_further_back_is_still_found() -> None:
@@ -74,4 +74,4 @@ def test_a_card_fresh_only_further_back_is_still_found() -> None:
         ["fresh", "stale", "fresh"],
     ]
     facts = [frame_facts(f) for f in frames_from(polls)]
-    assert _recent_starts(facts, 3, 4) == {"nvidia:0": 4, "nvidia:2": 4, "nvidia:1": 2}
+    assert recent_starts(facts, 3, 4) == {"nvidia:0": 4, "nvidia:2": 4, "nvidia:1": 2}

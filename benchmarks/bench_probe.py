@@ -48,7 +48,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     assert enable()
-    st = state._STATE
+    st = state.STATE
     batch = torch.ones(8, 4)
     n = args.n
 

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .publish import _torch
-from .state import _STATE, ENV_ENABLE, _fail, _say
-from .timing import _on_step, wrap_next
+from .publish import torch_module
+from .state import ENV_ENABLE, STATE, fail, say
+from .timing import on_step, wrap_next
 
 __all__ = ["install", "is_enabled"]
 
@@ -39,9 +39,9 @@ def _after_fork_in_child() -> None:
     """A forked child starts from zero: its own counters, file and thread, if it ever trains.
 
     Reset in place: the hooks hold this very object. (A DataLoader worker never iterates a
-    DataLoader, and `_start` refuses one anyway.)
+    DataLoader, and `start_publisher` refuses one anyway.)
     """
-    st = _STATE
+    st = STATE
     on, said = st.on, st.said
     type(st).__init__(st)
     st.on, st.said = on, said
@@ -54,7 +54,8 @@ def _patch_loader(module: ModuleType) -> None:
     cls = getattr(module, "_BaseDataLoaderIter", None)
     current = getattr(cls, "__next__", None)
     if cls is None or current is None:
-        _say(f"torch {getattr(_torch(), '__version__', '?')} has no DataLoader iterator to time")
+        version = getattr(torch_module(), "__version__", "?")
+        say(f"torch {version} has no DataLoader iterator to time")
         return
     if getattr(current, "_gpusat_probe", False):
         return
@@ -65,7 +66,7 @@ def _patch_optim(module: ModuleType) -> None:
     register = getattr(module, "register_optimizer_step_post_hook", None)
     if register is None or getattr(module, "_gpusat_probe_hooked", False):
         return  # older torch: no global step hook, so no step figures
-    register(lambda opt, args, kwargs: _on_step(opt, args, kwargs))
+    register(lambda opt, args, kwargs: on_step(opt, args, kwargs))
     module._gpusat_probe_hooked = True  # type: ignore[attr-defined]  # our mark: hook once
 
 
@@ -116,7 +117,7 @@ def _run_patch(name: str, module: ModuleType) -> None:
     try:
         _PATCHES[name](module)
     except Exception as exc:
-        _fail(f"hooking {name}", exc)
+        fail(f"hooking {name}", exc)
 
 
 class _Loader(importlib.abc.Loader):
@@ -165,7 +166,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             spec.loader = _Loader(name, real)
             return spec
         except Exception as exc:
-            _fail("the import hook", exc)
+            fail("the import hook", exc)
             return None
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .state import _say
+from .state import say
 from .timing import count_step, wrap_next
 
 FRAMEWORK = "paddle"
@@ -41,7 +41,7 @@ def patch_loader(module: ModuleType) -> None:
         if not getattr(current, "_gpusat_probe", False):
             cls.__next__ = wrap_next(current, FRAMEWORK)
     if not found:
-        _say("this paddle has no DataLoader iterator to time")
+        say("this paddle has no DataLoader iterator to time")
 
 
 class _Depth:
@@ -82,7 +82,7 @@ def patch_optimizers(module: ModuleType) -> None:
     """``paddle.optimizer`` was imported: wrap the step of Optimizer and its subclasses."""
     base = getattr(module, "Optimizer", None)
     if not isinstance(base, type):
-        _say("this paddle has no Optimizer class: no step figures")
+        say("this paddle has no Optimizer class: no step figures")
         return
     for cls in _subclasses(base):
         for name in STEP_METHODS:

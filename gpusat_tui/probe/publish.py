@@ -27,15 +27,15 @@ from .layout import (
     tmp_name,
 )
 from .state import (
-    _STATE,
     ALLOC_EVERY_S,
     BACKENDS,
     DEFAULT_INTERVAL_S,
     ENV_INTERVAL,
-    _clock,
-    _fail,
-    _remove_file,
+    STATE,
+    clock,
     disable,
+    fail,
+    remove_file,
 )
 
 #: Longest the exit waits for a publication in flight (one takes well under a millisecond; a
@@ -43,13 +43,13 @@ from .state import (
 EXIT_JOIN_S = 1.0
 
 
-def _torch() -> ModuleType | None:
+def torch_module() -> ModuleType | None:
     return sys.modules.get("torch")
 
 
-def _initialised_backends() -> list[tuple[str, Any]]:
+def initialised_backends() -> list[tuple[str, Any]]:
     """Device modules the trainer already initialised; never initialises one itself."""
-    torch = _torch()
+    torch = torch_module()
     if torch is None:
         return []
     found = []
@@ -67,16 +67,16 @@ def _initialised_backends() -> list[tuple[str, Any]]:
 # --- publishing ---------------------------------------------------------------------------------
 
 
-def _start() -> None:
+def start_publisher() -> None:
     """First batch or step: decide whether this process publishes, then start the thread."""
-    st = _STATE
+    st = STATE
     if st.started:
         return
     st.started = True
     if _is_dataloader_worker():
         st.on = False  # workers never publish, whatever made them iterate
         return
-    st.t0 = _clock()
+    st.t0 = clock()
     folder = _probe_dir()
     if folder is None:
         return
@@ -105,7 +105,7 @@ def _probe_dir() -> str | None:
 
 
 def _publisher() -> None:
-    st = _STATE
+    st = STATE
     interval = _interval()
     try:
         _publish()
@@ -114,7 +114,7 @@ def _publisher() -> None:
                 break
             _publish()
     except Exception as exc:
-        _fail("publishing", exc)
+        fail("publishing", exc)
 
 
 def _interval() -> float:
@@ -127,8 +127,8 @@ def _interval() -> float:
 
 def snapshot() -> dict[str, Any]:
     """This process's figures now, as a layout-1 document (what `_publish` writes)."""
-    st = _STATE
-    now = _clock()
+    st = STATE
+    now = clock()
     # Read `wait` before `entered`: see `timing.wrap_next`.
     wait = st.wait
     entered = st.entered
@@ -149,7 +149,7 @@ def snapshot() -> dict[str, Any]:
     if now - st.alloc_t >= ALLOC_EVERY_S:
         st.alloc_t = now
         st.alloc = _read_alloc()
-    torch = _torch()
+    torch = torch_module()
     version = getattr(torch, "version", None)
     return {
         "layout": LAYOUT_VERSION,
@@ -190,7 +190,7 @@ def _update_rates(batches: int, steps: int, last_batch: float, last_step: float)
     (batch): over the span since the previous publication that had one, so a 7 s step reads
     7 s whatever the publishing interval, and an interval without one keeps the last figure.
     """
-    st = _STATE
+    st = STATE
     prev_batch = st.prev_batch or (st.t0, 0)
     if batches > prev_batch[1] and last_batch > prev_batch[0]:
         st.rate = (batches - prev_batch[1]) / (last_batch - prev_batch[0])
@@ -206,7 +206,7 @@ def _update_rates(batches: int, steps: int, last_batch: float, last_step: float)
 
 def _publish() -> None:
     """Write the snapshot whole to a temporary file and rename it over the last one."""
-    st = _STATE
+    st = STATE
     path, folder = st.path, st.dir
     if path is None or folder is None:
         return
@@ -254,8 +254,8 @@ def _env_int(*names: str) -> int | None:
 
 def _read_alloc() -> dict[str, int | None] | None:
     """The allocator of the device the trainer uses; None if no backend is initialised."""
-    st = _STATE
-    for name, mod in _initialised_backends():
+    st = STATE
+    for name, mod in initialised_backends():
         if st.device_type not in (None, name):
             continue
         memory_stats = getattr(mod, "memory_stats", None)
@@ -280,16 +280,16 @@ def _read_alloc() -> dict[str, int | None] | None:
 
 def _at_exit() -> None:
     """Stop the publisher, let a publication in flight finish (at most `EXIT_JOIN_S`), then
-    remove the file and any temporary one (`_remove_file`): the folder keeps nothing of a
+    remove the file and any temporary one (`remove_file`): the folder keeps nothing of a
     process that ended.
     Without the wait, an exit that fell mid-publication left the ``.tmp`` file (or renamed a
     file back after its removal)."""
     try:
-        st = _STATE
+        st = STATE
         st.stop.set()
         thread = st.thread
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(EXIT_JOIN_S)
-        _remove_file()
+        remove_file()
     except Exception:
         pass

@@ -24,7 +24,7 @@ BACKENDS = ("cuda", "npu", "mlu", "musa", "xpu")
 ENV_ENABLE = "GPUSAT_PROBE"
 ENV_INTERVAL = "GPUSAT_PROBE_INTERVAL"
 
-_clock = time.perf_counter
+clock = time.perf_counter
 
 
 class _State:
@@ -121,14 +121,14 @@ class _State:
         self.step_kind = "optimizer"
 
 
-_STATE = _State()
+STATE = _State()
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """The probe's only output: one line, once per process."""
-    if _STATE.said:
+    if STATE.said:
         return
-    _STATE.said = True
+    STATE.said = True
     try:
         sys.stderr.write(f"gpusat-tui probe: {message}\n")
         sys.stderr.flush()
@@ -136,31 +136,26 @@ def _say(message: str) -> None:
         pass
 
 
-def say(message: str) -> None:
-    """`_say` for the adapters (one stderr line, once per process)."""
-    _say(message)
-
-
 def disable(reason: str | None = None) -> None:
     """Stop measuring in this process (its file is removed); with a reason, say it once."""
-    st = _STATE
+    st = STATE
     st.on = False
     st.stop.set()
     if reason:
-        _say(f"disabled in PID {os.getpid()}: {reason}")
-    _remove_file()
+        say(f"disabled in PID {os.getpid()}: {reason}")
+    remove_file()
 
 
-def _fail(where: str, exc: BaseException) -> None:
+def fail(where: str, exc: BaseException) -> None:
     try:
         disable(f"{where} failed ({type(exc).__name__}: {exc})")
     except Exception:
-        _STATE.on = False
+        STATE.on = False
 
 
-def _remove_file() -> None:
+def remove_file() -> None:
     """Remove this process's file and its temporary one (a publication cut short)."""
-    st = _STATE
+    st = STATE
     path = st.path
     if path is None or st.pid != os.getpid():
         return

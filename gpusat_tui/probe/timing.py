@@ -11,14 +11,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .publish import _initialised_backends, _start
-from .state import _STATE, SLOW_EVERY, _clock, _fail
+from .publish import initialised_backends, start_publisher
+from .state import SLOW_EVERY, STATE, fail
+from .state import clock as perf_clock
 
 
 def wrap_next(orig: Callable[[Any], Any], framework: str = "torch") -> Callable[[Any], Any]:
     """``orig`` (an iterator class's ``__next__``) timed: the time inside it is data wait."""
-    st = _STATE
-    clock = _clock
+    st = STATE
+    clock = perf_clock
 
     def __next__(self: Any) -> Any:
         if not st.on:
@@ -58,8 +59,8 @@ def wrap_outer_next(orig: Callable[[Any], Any], framework: str) -> Callable[[Any
     worker processes) never publishes. Data wait is the time inside the outermost call; the
     step time is then the interval between successive calls (``step_source`` "batch").
     """
-    st = _STATE
-    clock = _clock
+    st = STATE
+    clock = perf_clock
     get_ident = threading.get_ident
     main = threading.main_thread().ident
 
@@ -90,7 +91,7 @@ def wrap_outer_next(orig: Callable[[Any], Any], framework: str) -> Callable[[Any
 
 
 def _outer_slow(data: Any, n: int, framework: str) -> None:
-    st = _STATE
+    st = STATE
     try:
         st.next_slow = n + SLOW_EVERY
         if not st.started and multiprocessing.parent_process() is not None:
@@ -105,9 +106,9 @@ def _outer_slow(data: Any, n: int, framework: str) -> None:
             size = None
         if size is not None:
             st.batch_size = size
-        _start()
+        start_publisher()
     except Exception as exc:
-        _fail("reading a batch", exc)
+        fail("reading a batch", exc)
 
 
 def note_wait(text: str, soft: bool = False, framework: str | None = None) -> None:
@@ -117,7 +118,7 @@ def note_wait(text: str, soft: bool = False, framework: str | None = None) -> No
     the probe does not see). A hard note also starts publishing (data sink mode has neither
     batches nor steps the probe sees, and the sentence must reach the monitor).
     """
-    st = _STATE
+    st = STATE
     if not st.on:
         return
     try:
@@ -128,26 +129,26 @@ def note_wait(text: str, soft: bool = False, framework: str | None = None) -> No
             return
         st.note = text
         if multiprocessing.parent_process() is None:
-            _start()
+            start_publisher()
     except Exception as exc:
-        _fail("noting an unmeasured wait", exc)
+        fail("noting an unmeasured wait", exc)
 
 
 def steps_are(kind: str) -> None:
     """What ends a step in this process: "optimizer" (default) or "callback" (Keras)."""
-    _STATE.step_kind = kind
+    STATE.step_kind = kind
 
 
-def _on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+def on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     count_step(optimizer, "torch")
 
 
 def count_step(optimizer: Any, framework: str) -> None:
     """One optimizer step ended (any framework's hook calls this)."""
-    st = _STATE
+    st = STATE
     if not st.on:
         return
-    st.last_step = _clock()  # before the count, as in `wrap_next`
+    st.last_step = perf_clock()  # before the count, as in `wrap_next`
     n = st.steps = st.steps + 1
     if n >= st.next_step_slow:
         _step_slow(optimizer, n, framework)
@@ -157,7 +158,7 @@ def count_step(optimizer: Any, framework: str) -> None:
 
 
 def _batch_slow(loader_iter: Any, data: Any, n: int, framework: str) -> None:
-    st = _STATE
+    st = STATE
     try:
         st.next_slow = n + SLOW_EVERY
         st.framework = framework
@@ -169,13 +170,13 @@ def _batch_slow(loader_iter: Any, data: Any, n: int, framework: str) -> None:
             st.batch_size = size
         if st.device_type is None or st.steps == 0:
             _device_from_backends()
-        _start()
+        start_publisher()
     except Exception as exc:
-        _fail("reading a batch", exc)
+        fail("reading a batch", exc)
 
 
 def _step_slow(optimizer: Any, n: int, framework: str) -> None:
-    st = _STATE
+    st = STATE
     try:
         st.next_step_slow = n + SLOW_EVERY
         if st.framework is None:
@@ -186,9 +187,9 @@ def _step_slow(optimizer: Any, n: int, framework: str) -> None:
                 if device.type != "cpu":
                     st.device_type = str(device.type)
                     st.device_index = device.index
-        _start()
+        start_publisher()
     except Exception as exc:
-        _fail("reading an optimizer step", exc)
+        fail("reading an optimizer step", exc)
 
 
 def _batch_size(data: Any, depth: int = 0) -> int | None:
@@ -213,8 +214,8 @@ def _batch_size(data: Any, depth: int = 0) -> int | None:
 
 def _device_from_backends() -> None:
     """From the training thread (the current device is per thread in CUDA and its twins)."""
-    st = _STATE
-    for name, mod in _initialised_backends():
+    st = STATE
+    for name, mod in initialised_backends():
         current = getattr(mod, "current_device", None)
         if current is not None:
             st.device_type = name

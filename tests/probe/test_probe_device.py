@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpusat_tui.probe import publish, timing
-from gpusat_tui.probe.state import _STATE
+from gpusat_tui.probe.state import STATE
 
 GIB = 2**30
 
@@ -41,8 +41,8 @@ def stand_in(monkeypatch: pytest.MonkeyPatch) -> Any:
         cuda = StandInCuda(initialised)
         torch.cuda = cuda  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, "torch", torch)
-        monkeypatch.setattr(_STATE, "device_type", None)
-        monkeypatch.setattr(_STATE, "device_index", None)
+        monkeypatch.setattr(STATE, "device_type", None)
+        monkeypatch.setattr(STATE, "device_index", None)
         return cuda
     return make
 
@@ -51,13 +51,13 @@ def test_an_uninitialised_device_is_never_touched(stand_in: Any) -> None:
     cuda = stand_in(False)
     timing._device_from_backends()
     assert publish._read_alloc() is None
-    assert cuda.calls == [] and _STATE.device_index is None
+    assert cuda.calls == [] and STATE.device_index is None
 
 
 def test_an_initialised_device_gives_its_index_and_allocator(stand_in: Any) -> None:
     cuda = stand_in(True)
     timing._device_from_backends()
-    assert (_STATE.device_type, _STATE.device_index) == ("cuda", 3)
+    assert (STATE.device_type, STATE.device_index) == ("cuda", 3)
     assert publish._read_alloc() == {
         "allocated_bytes": 2 * GIB, "reserved_bytes": 6 * GIB, "inactive_split_bytes": GIB,
         "alloc_retries": 4, "ooms": 1}

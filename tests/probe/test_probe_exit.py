@@ -16,21 +16,21 @@ import pytest
 
 from gpusat_tui.probe import publish, state
 from gpusat_tui.probe.layout import file_name, tmp_name
-from gpusat_tui.probe.state import _STATE
+from gpusat_tui.probe.state import STATE
 
 
 @pytest.fixture
 def publishing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """_STATE set up as `publish._start` leaves it, publishing into ``tmp_path``."""
-    monkeypatch.setattr(_STATE, "dir", str(tmp_path))
-    monkeypatch.setattr(_STATE, "path", str(tmp_path / file_name(os.getpid())))
-    monkeypatch.setattr(_STATE, "pid", os.getpid())
-    monkeypatch.setattr(_STATE, "on", True)
-    monkeypatch.setattr(_STATE, "stop", threading.Event())
-    monkeypatch.setattr(_STATE, "thread", None)
-    monkeypatch.setattr(_STATE, "said", True)  # no stderr line from a test
-    monkeypatch.setattr(_STATE, "t0", state._clock())
-    monkeypatch.setattr(_STATE, "prev", None)
+    """STATE set up as `publish.start_publisher` leaves it, publishing into ``tmp_path``."""
+    monkeypatch.setattr(STATE, "dir", str(tmp_path))
+    monkeypatch.setattr(STATE, "path", str(tmp_path / file_name(os.getpid())))
+    monkeypatch.setattr(STATE, "pid", os.getpid())
+    monkeypatch.setattr(STATE, "on", True)
+    monkeypatch.setattr(STATE, "stop", threading.Event())
+    monkeypatch.setattr(STATE, "thread", None)
+    monkeypatch.setattr(STATE, "said", True)  # no stderr line from a test
+    monkeypatch.setattr(STATE, "t0", state.clock())
+    monkeypatch.setattr(STATE, "prev", None)
     return tmp_path
 
 
@@ -55,7 +55,7 @@ def test_exit_during_a_publication_waits_for_it_and_leaves_nothing(
 
     monkeypatch.setattr(publish.os, "write", held_write)
     thread = threading.Thread(target=publish._publish, name="publisher")
-    monkeypatch.setattr(_STATE, "thread", thread)
+    monkeypatch.setattr(STATE, "thread", thread)
     thread.start()
     assert in_write.wait(5)
     assert (publishing / tmp_name(os.getpid())).exists()  # the publication is in flight
@@ -75,7 +75,7 @@ def test_a_publication_that_ends_after_the_removal_leaves_nothing(
 
     def write_then_removed(fd: int, data: bytes) -> int:
         written = real_write(fd, data)
-        state._remove_file()  # what an exit that stopped waiting does meanwhile
+        state.remove_file()  # what an exit that stopped waiting does meanwhile
         return written
 
     monkeypatch.setattr(publish.os, "write", write_then_removed)
@@ -86,5 +86,5 @@ def test_a_publication_that_ends_after_the_removal_leaves_nothing(
 def test_removal_takes_a_temporary_file_left_by_a_failed_write(publishing: Path) -> None:
     (publishing / file_name(os.getpid())).write_text("{}")
     (publishing / tmp_name(os.getpid())).write_text("{")
-    state._remove_file()
+    state.remove_file()
     assert list(publishing.iterdir()) == []

@@ -144,7 +144,7 @@ def main() -> None:
     def publishes(k: int = 2000) -> float:
         t0 = time.perf_counter()
         for _ in range(k):
-            publish._publish()
+            publish.publish_now()
         return (time.perf_counter() - t0) / k * 1e6
 
     print(f"4. one publication (snapshot + write + rename, daemon thread, 1/s): "

@@ -83,7 +83,7 @@ def start_publisher() -> None:
     st.dir = folder
     st.path = os.path.join(folder, file_name(os.getpid()))
     st.prev = (st.t0, 0, 0, 0.0)
-    atexit.register(_at_exit)
+    atexit.register(at_exit)
     thread = threading.Thread(target=_publisher, name="gpusat-probe", daemon=True)
     st.thread = thread
     thread.start()
@@ -108,11 +108,11 @@ def _publisher() -> None:
     st = STATE
     interval = _interval()
     try:
-        _publish()
+        publish_now()
         while not st.stop.wait(interval):
             if not st.on:
                 break
-            _publish()
+            publish_now()
     except Exception as exc:
         fail("publishing", exc)
 
@@ -126,7 +126,7 @@ def _interval() -> float:
 
 
 def snapshot() -> dict[str, Any]:
-    """This process's figures now, as a layout-1 document (what `_publish` writes)."""
+    """This process's figures now, as a layout-1 document (what `publish_now` writes)."""
     st = STATE
     now = clock()
     # Read `wait` before `entered`: see `timing.wrap_next`.
@@ -148,7 +148,7 @@ def snapshot() -> dict[str, Any]:
     rate = st.rate
     if now - st.alloc_t >= ALLOC_EVERY_S:
         st.alloc_t = now
-        st.alloc = _read_alloc()
+        st.alloc = read_alloc()
     torch = torch_module()
     version = getattr(torch, "version", None)
     return {
@@ -204,7 +204,7 @@ def _update_rates(batches: int, steps: int, last_batch: float, last_step: float)
         st.step_ms, st.step_source = 1000.0 / st.rate, "batch"
 
 
-def _publish() -> None:
+def publish_now() -> None:
     """Write the snapshot whole to a temporary file and rename it over the last one."""
     st = STATE
     path, folder = st.path, st.dir
@@ -252,7 +252,7 @@ def _env_int(*names: str) -> int | None:
     return None
 
 
-def _read_alloc() -> dict[str, int | None] | None:
+def read_alloc() -> dict[str, int | None] | None:
     """The allocator of the device the trainer uses; None if no backend is initialised."""
     st = STATE
     for name, mod in initialised_backends():
@@ -278,7 +278,7 @@ def _read_alloc() -> dict[str, int | None] | None:
     return None
 
 
-def _at_exit() -> None:
+def at_exit() -> None:
     """Stop the publisher, let a publication in flight finish (at most `EXIT_JOIN_S`), then
     remove the file and any temporary one (`remove_file`): the folder keeps nothing of a
     process that ended.

@@ -169,7 +169,7 @@ def _batch_slow(loader_iter: Any, data: Any, n: int, framework: str) -> None:
         if size is not None:
             st.batch_size = size
         if st.device_type is None or st.steps == 0:
-            _device_from_backends()
+            device_from_backends()
         start_publisher()
     except Exception as exc:
         fail("reading a batch", exc)
@@ -212,7 +212,7 @@ def _batch_size(data: Any, depth: int = 0) -> int | None:
     return None
 
 
-def _device_from_backends() -> None:
+def device_from_backends() -> None:
     """From the training thread (the current device is per thread in CUDA and its twins)."""
     st = STATE
     for name, mod in initialised_backends():

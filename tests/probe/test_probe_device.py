@@ -49,16 +49,16 @@ def stand_in(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_an_uninitialised_device_is_never_touched(stand_in: Any) -> None:
     cuda = stand_in(False)
-    timing._device_from_backends()
-    assert publish._read_alloc() is None
+    timing.device_from_backends()
+    assert publish.read_alloc() is None
     assert cuda.calls == [] and STATE.device_index is None
 
 
 def test_an_initialised_device_gives_its_index_and_allocator(stand_in: Any) -> None:
     cuda = stand_in(True)
-    timing._device_from_backends()
+    timing.device_from_backends()
     assert (STATE.device_type, STATE.device_index) == ("cuda", 3)
-    assert publish._read_alloc() == {
+    assert publish.read_alloc() == {
         "allocated_bytes": 2 * GIB, "reserved_bytes": 6 * GIB, "inactive_split_bytes": GIB,
         "alloc_retries": 4, "ooms": 1}
     assert cuda.calls == ["current_device", ("memory_stats", 3)]

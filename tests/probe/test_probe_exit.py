@@ -35,9 +35,9 @@ def publishing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_publication_then_exit_leaves_an_empty_folder(publishing: Path) -> None:
-    publish._publish()
+    publish.publish_now()
     assert [p.name for p in publishing.iterdir()] == [file_name(os.getpid())]
-    publish._at_exit()
+    publish.at_exit()
     assert list(publishing.iterdir()) == []
 
 
@@ -54,14 +54,14 @@ def test_exit_during_a_publication_waits_for_it_and_leaves_nothing(
         return real_write(fd, data)
 
     monkeypatch.setattr(publish.os, "write", held_write)
-    thread = threading.Thread(target=publish._publish, name="publisher")
+    thread = threading.Thread(target=publish.publish_now, name="publisher")
     monkeypatch.setattr(STATE, "thread", thread)
     thread.start()
     assert in_write.wait(5)
     assert (publishing / tmp_name(os.getpid())).exists()  # the publication is in flight
     # The exit waits for it: release the write shortly after the exit began.
     threading.Timer(0.2, release.set).start()
-    publish._at_exit()
+    publish.at_exit()
     thread.join(5)
     assert list(publishing.iterdir()) == []
 
@@ -79,7 +79,7 @@ def test_a_publication_that_ends_after_the_removal_leaves_nothing(
         return written
 
     monkeypatch.setattr(publish.os, "write", write_then_removed)
-    publish._publish()
+    publish.publish_now()
     assert list(publishing.iterdir()) == []
 
 

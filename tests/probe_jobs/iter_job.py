@@ -22,12 +22,12 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from stop_signal import stop_when_stdin_closes
 
 
 class Source:
@@ -154,14 +154,7 @@ def main() -> int:
     else:
         step_fn, weights = None, None
         batches = mindspore_batches(args)
-    stop = threading.Event()
-
-    def watch_stdin() -> None:
-        while os.read(0, 4096):
-            pass
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    stop = stop_when_stdin_closes()
     deadline = time.monotonic() + args.max_seconds
     marks: list[tuple[float, float]] = []
     n = 0

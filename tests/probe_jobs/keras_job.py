@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import threading
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -16,6 +15,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras
 import numpy as np
 import tensorflow as tf
+from stop_signal import stop_when_stdin_closes
 
 
 def main() -> None:
@@ -35,14 +35,7 @@ def main() -> None:
         lambda x: (tf.ensure_shape(x, (4, 8)), tf.zeros((4, 1))))
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
-    stop = threading.Event()
-
-    def watch_stdin() -> None:
-        while os.read(0, 4096):
-            pass
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    stop = stop_when_stdin_closes()
 
     class Ready(keras.callbacks.Callback):
         n = 0

@@ -22,11 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 from typing import Any
 
 import numpy as np
+from stop_signal import stop_when_stdin_closes
 
 
 def main() -> int:
@@ -41,14 +41,7 @@ def main() -> int:
     import mindspore.train.model as model_module
     from mindspore import nn
 
-    stop = threading.Event()
-
-    def watch_stdin() -> None:
-        while os.read(0, 4096):
-            pass
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    stop = stop_when_stdin_closes()
 
     class Batches:
         """Random access with a length: MindSpore sizes a dataset without one by running it."""

@@ -13,12 +13,12 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 
 import numpy as np
 import paddle
 from paddle.io import DataLoader, Dataset
+from stop_signal import stop_when_stdin_closes
 
 
 class Sleepy(Dataset):
@@ -51,14 +51,7 @@ def main() -> int:
                         num_workers=args.workers, use_shared_memory=False)
     model = paddle.nn.Linear(8, 1)
     opt = paddle.optimizer.Adam(parameters=model.parameters(), learning_rate=0.01)
-    stop = threading.Event()
-
-    def watch_stdin() -> None:
-        while os.read(0, 4096):
-            pass
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    stop = stop_when_stdin_closes()
     deadline = time.monotonic() + args.max_seconds
     marks: list[tuple[float, float]] = []
     n = 0

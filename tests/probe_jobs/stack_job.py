@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from stop_signal import stop_when_stdin_closes
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader, Dataset
 
@@ -122,18 +123,6 @@ class Pacer:
             # and its newline apart (the lines then interleave).
             sys.stdout.flush()
             os.write(1, f"READY {os.getpid()}\n".encode())
-
-
-def watch_stdin(stop: threading.Event) -> None:
-    def run() -> None:
-        try:
-            while os.read(0, 4096):
-                pass
-        except OSError:
-            pass
-        stop.set()
-
-    threading.Thread(target=run, daemon=True).start()
 
 
 def timed(batches: Iterator[Any], waits: list[tuple[float, float]]) -> Iterator[Any]:
@@ -302,8 +291,7 @@ def main() -> int:
     control = Control(args.control)
     pacer = Pacer(control, args.warm)
     register_optimizer_step_post_hook(pacer.end)
-    stop = threading.Event()
-    watch_stdin(stop)
+    stop = stop_when_stdin_closes()
     timer = threading.Timer(args.max_seconds, stop.set)
     timer.daemon = True
     timer.start()

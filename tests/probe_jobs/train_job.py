@@ -15,10 +15,10 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 
 import torch
+from stop_signal import stop_when_stdin_closes
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -95,16 +95,7 @@ def main() -> int:
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
-    stop = threading.Event()
-
-    def watch_stdin() -> None:
-        # os.read on the raw fd, not sys.stdin: a thread blocked in sys.stdin.read() holds the
-        # buffer's lock, and a fork-started worker closing its stdin would wait on it forever.
-        while os.read(0, 4096):
-            pass
-        stop.set()
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    stop = stop_when_stdin_closes()
     deadline = time.monotonic() + args.max_seconds
     n = 0
     # The job's own account of its time in next(dataloader), independent of the probe: wall

@@ -430,10 +430,15 @@ class GpusatApp(App[int]):
         probes = list(frame.probes)
         if multi:
             who, energy = job_summary(frame.jobs, self.state.energy)
-            # One data-wait figure per screen: the one the job's why quotes, named by its span.
+            # One data-wait figure per screen: the one the job's why quotes, named by its span;
+            # in the card view a probed card's own figure (its window) stands instead, since
+            # the job's window can be shorter or longer than the card's.
+            own_figure = not self.overview and any(
+                p.card_id is not None and p.card_id == self.selected for p in probes
+            )
             job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
-            self.job_bar.show(len(frame.cards), self.assessment.job,
-                              probe_summary(job_probes, job_span), who, energy)
+            figure = None if own_figure else probe_summary(job_probes, job_span)
+            self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy)
         self._auto_view(len(frame.cards))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more

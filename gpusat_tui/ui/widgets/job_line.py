@@ -60,12 +60,14 @@ class JobLine(LineWidget):
         super().__init__(id="job")
         self.n_cards = 0
         self.verdict = Verdict()
-        self.probe = ""
+        self.probe: str | None = ""
         self.who = ""
         self.energy = ""
 
-    def show(self, n_cards: int, verdict: Verdict, probe: str = "", who: str = "",
+    def show(self, n_cards: int, verdict: Verdict, probe: str | None = "", who: str = "",
              energy: str = "") -> None:
+        """``probe``: the job's probe figures ("" says there is no probe; None leaves them
+        out, where the screen shows a card's own figure instead)."""
         # Only what the line shows decides a repaint: the verdict's figures (confidence, its
         # other reasons) move every poll, and each repaint resent the whole line (~0.3 KiB).
         before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy)
@@ -86,7 +88,8 @@ class JobLine(LineWidget):
         ]
         if self.who:
             parts.append((f" {clean(self.who, 100)} ", "jobline--who"))
-        parts.append((f" {self.probe or 'no probe'} ", "jobline--probe"))
+        if self.probe is not None:
+            parts.append((f" {self.probe or 'no probe'} ", "jobline--probe"))
         if self.energy:
             parts.append((f" {clean(self.energy, 100)} ", "jobline--probe"))
         if first:

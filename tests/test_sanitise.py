@@ -17,7 +17,7 @@ import pytest
 import gpusat_tui.text
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.commands.check import render_human
-from gpusat_tui.commands.check_report import CheckCard, CheckError, CheckProcess, CheckReport
+from gpusat_tui.commands.check_schema import CheckCard, CheckError, CheckProcess, CheckReport
 from gpusat_tui.commands.report import analyse
 from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.model import CardReading, Frame, ProcessSample, RecordingHeader, ToolError

@@ -37,13 +37,8 @@ from typing import TYPE_CHECKING
 
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.commands.check_report import (
-    CheckBuilder,
-    CheckError,
-    CheckReport,
-    Stats,
-    probe_line,
-)
+from gpusat_tui.commands.check_report import CheckBuilder, probe_line
+from gpusat_tui.commands.check_schema import CheckError, CheckReport, Stats
 from gpusat_tui.commands.job_lines import energy_line, job_words
 from gpusat_tui.commands.options import CheckOptions
 from gpusat_tui.commands.stopping import stopped_by_signals

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpusat_tui.analysis.energy import format_energy
-from gpusat_tui.commands.check_report import CheckCard, CheckEnergy, CheckJob
+from gpusat_tui.commands.check_schema import CheckCard, CheckEnergy, CheckJob
 from gpusat_tui.host.jobs import job_label
 from gpusat_tui.text import clean
 

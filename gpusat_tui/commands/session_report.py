@@ -14,14 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpusat_tui.commands.check_report import (
-    CheckBuilder,
-    CheckCard,
-    CheckEnergy,
-    CheckReport,
-    CheckVerdict,
-    overall_verdict,
-)
+from gpusat_tui.commands.check_report import CheckBuilder, overall_verdict
+from gpusat_tui.commands.check_schema import CheckCard, CheckEnergy, CheckReport, CheckVerdict
 from gpusat_tui.model import VERDICT_KINDS, RecordingHeader, Verdict
 
 #: Kinds that make a stretch "worst" (idle and unknown are not a training problem).

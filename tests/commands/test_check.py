@@ -22,7 +22,8 @@ import pytest
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec, merge_cards
 from gpusat_tui.commands.check import render_human
-from gpusat_tui.commands.check_report import CheckBuilder, CheckReport, overall_verdict
+from gpusat_tui.commands.check_report import CheckBuilder, overall_verdict
+from gpusat_tui.commands.check_schema import CheckReport
 from gpusat_tui.model import Assessment, CardReading, Frame, ProcessSample, ToolError, Verdict
 from tests.conftest import leftover_processes
 from tests.fakes import FakeCard, FakeProcess

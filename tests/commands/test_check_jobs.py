@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpusat_tui.commands.check_report import CheckReport
+from gpusat_tui.commands.check_schema import CheckReport
 from tests.commands.test_check import SCENARIO, check_json, run_check, spec_named
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.tool import FakeBin, Step

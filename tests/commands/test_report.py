@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.commands.check_report import CheckCard, CheckReport
+from gpusat_tui.commands.check_schema import CheckCard, CheckReport
 from gpusat_tui.commands.report import analyse
 from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.commands.session_report import ReportCard, ReportJSON

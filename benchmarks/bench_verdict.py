@@ -17,11 +17,12 @@ over ``--seconds`` against the whole process's (every thread, as the scheduler c
 ``--compare DIR``: the same for another checkout (``git worktree`` of main), passes interleaved.
 
     valgrind --tool=cachegrind --cache-sim=no python benchmarks/bench_verdict.py \
-        --instructions N [--cards 8] [--dashboard] [--plain]
+        --instructions N [--cards 8] [--dashboard] [--plain] [--view overview|card]
 
 Only pushes, for an instruction count (timings on a shared 2-core machine moved by 2x between
-identical runs; instructions do not): a full 30 s window, then ``N`` more pushes, focused as
-the dashboard calls it (``--plain``: no focus). The count of ``N`` minus that of 0, over ``N``,
+identical runs; instructions do not): a full 30 s window, then ``N`` (at most 64) more pushes,
+focused as the dashboard calls it in ``--view`` (the card view by default; ``--plain``: no
+focus). The count of ``N`` minus that of 0, over ``N``,
 is a push's. ``--dashboard``: bench_ui's 8 fake cards (no processes) with the dashboard's
 ``hold_cause``, instead of the straggler scenario. ``BENCH_TREE=DIR`` measures the package of
 another checkout (a worktree of main) with this script.
@@ -60,14 +61,16 @@ def widen(frames: list[Frame], cards: int) -> list[Frame]:
     return out
 
 
-def share(tree: Path, label: str, seconds: float, warm: float, root: Path) -> None:
-    """One pass of the dashboard from ``tree``: the tracker's share of its CPU."""
+def share(tree: Path, label: str, seconds: float, warm: float, root: Path,
+          view: str | None = None) -> None:
+    """One pass of the dashboard from ``tree``: the tracker's share of its CPU (``view``:
+    the one shown; None: the dashboard's own choice, the overview for 8 cards)."""
     from benchmarks.bench_ui import Pane, make_bin, run_ns
 
     count = root / f"{label}.verdict-ns"
     count.write_bytes(b"")
     argv = [sys.executable, str(ROOT / "benchmarks" / "verdict_timed_app.py"), str(count),
-            "--interval", "1"]
+            "--interval", "1", *(["--view", view] if view else [])]
     pane = Pane(root, make_bin(root, hung=False), label, (160, 50), tree, argv)
 
     def verdict_ns() -> int:
@@ -109,13 +112,24 @@ def dashboard_frames(n: int) -> list[Frame]:
     ]
 
 
-def instructions(pushes: int, cards: int, dashboard: bool, plain: bool) -> None:
+#: Frames built by ``--instructions``, whatever N: building them is counted with the pushes,
+#: so the runs for N and for 0 must build the same (a frame of 8 cards costs about as many
+#: instructions as a push).
+BUILT = 32 + 64
+
+
+def instructions(pushes: int, cards: int, dashboard: bool, plain: bool, view: str) -> None:
     """A full window, then ``pushes`` more: for an instruction counter around the process."""
-    n = 32 + pushes
-    frames = dashboard_frames(n) if dashboard else widen(
-        SCENARIOS["imbalanced_4_cards"].frames(n), cards)
+    if pushes > BUILT - 32:
+        raise SystemExit(f"--instructions: at most {BUILT - 32} pushes")
+    frames = dashboard_frames(BUILT) if dashboard else widen(
+        SCENARIOS["imbalanced_4_cards"].frames(BUILT), cards)
+    frames = frames[:32 + pushes]
     tracker = VerdictTracker(hold_cause=dashboard)
-    focus = None if plain else {"job", frames[-1].cards[0].id}
+    # As the dashboard calls it: the job in focus, and in the card view the selected card.
+    focus = None if plain else (
+        {"job"} if view == "overview" else {"job", frames[-1].cards[0].id}
+    )
     for frame in frames:
         tracker.push(frame, focus=focus)
 
@@ -133,16 +147,21 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, default=None, metavar="N")
     parser.add_argument("--dashboard", action="store_true")
     parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--view", choices=("overview", "card"), default=None,
+                        help="--instructions: the focus of that view (default: card); "
+                        "--share: the view shown (default: the dashboard's choice)")
     args = parser.parse_args()
     if args.instructions is not None:
-        instructions(args.instructions, args.cards[0], args.dashboard, args.plain)
+        instructions(args.instructions, args.cards[0], args.dashboard, args.plain,
+                     args.view or "card")
         return
     if args.share:
         with tempfile.TemporaryDirectory() as tmp:
             for n in range(args.passes):
                 if args.compare is not None:
-                    share(args.compare, f"compare{n}", args.seconds, args.warm, Path(tmp))
-                share(ROOT, f"this{n}", args.seconds, args.warm, Path(tmp))
+                    share(args.compare, f"compare{n}", args.seconds, args.warm, Path(tmp),
+                          args.view)
+                share(ROOT, f"this{n}", args.seconds, args.warm, Path(tmp), args.view)
         return
     scenario = SCENARIOS["imbalanced_4_cards"]
     base = scenario.frames(args.polls)

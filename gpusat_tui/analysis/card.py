@@ -65,11 +65,13 @@ def judge_card(
     stall: Callable[[str, Thresholds], Stall | None] | None = None,
     measured: Callable[[str], Measured | None] | None = None,
     fresh_maps: Sequence[dict[str, CardFacts]] | None = None,
+    words: bool = True,
 ) -> tuple[Verdict, CardFigures | None]:
     """The card's verdict in the window, and its figures (None when it is unknown).
     ``stall(card_id, th)`` gives how long the card has been stalled, looking back beyond the
     window where the caller has the history (see `verdict.judge_prepared`); ``fresh_maps`` as
-    for `card_figures.fresh_readings`."""
+    for `card_figures.fresh_readings`; ``words=False``: a verdict without ``why`` (see
+    `CardFigures.words`)."""
     fresh, vendor, th = fresh_readings(facts, card_id, thresholds, fresh_maps)
     label = UTIL_LABELS.get(vendor, "util")
     n = len(fresh)
@@ -94,7 +96,7 @@ def judge_card(
             advice.append("The tool is failing: see the errors in the status line")
         return unknown_verdict(why, advice), None
 
-    figs, with_util = window_figures(fresh, card_id, vendor, th)
+    figs, with_util = window_figures(fresh, card_id, vendor, th, words)
     if figs is None:
         why = [
             f"{label} given in {with_util} of {n} fresh samples of {card_id}; "
@@ -163,10 +165,10 @@ def _decide(
                 f"some tools), not work"
             )
             conf = 0.7
-        return make_verdict("idle", None, why, ["Nothing runs on this card"], conf, f.n)
+        return make_verdict("idle", None, why, ["Nothing runs on this card"], conf, f)
     if held is None and u.median <= th.idle_util_pct and (pfrac is None or near_floor):
         why = ["VRAM not reported", util_line, power_line]
-        return make_verdict("idle", None, why, ["Nothing seems to run on this card"], 0.5, f.n)
+        return make_verdict("idle", None, why, ["Nothing seems to run on this card"], 0.5, f)
 
     # 1b. what the probe measured, where it decides (data wait, allocator)
     if measured is not None:
@@ -212,7 +214,7 @@ def _decide(
         ]
         if measured is None:
             advice.append(RUN_ADVICE)  # what `decide` adds to an unsure verdict, added here once
-        return make_verdict("fragmenting", None, why, advice, 0.5, f.n)
+        return make_verdict("fragmenting", None, why, advice, 0.5, f)
 
     # 3. saturated
     vram_note = vram_line
@@ -236,7 +238,7 @@ def _decide(
                 power_line, vram_note or "", throttle_line,
             ]
             conf = 0.95 if pfrac is None or pfrac >= th.low_power_frac else 0.8
-            return make_verdict("saturated", None, why, saturated_advice, conf, f.n)
+            return make_verdict("saturated", None, why, saturated_advice, conf, f)
         # Busy by the duty cycle, not by the SMs: starving (step 4), light kernels unless the
         # host evidence says otherwise.
         light = True
@@ -249,11 +251,11 @@ def _decide(
                 vram_note or "",
             ]
             why.append(throttle_line)
-            return make_verdict("saturated", None, why, saturated_advice, 0.55, f.n)
+            return make_verdict("saturated", None, why, saturated_advice, 0.55, f)
         if pfrac >= th.saturated_power_frac:
             return make_verdict(
                 "saturated", None, [util_line, power_line, vram_note or "", throttle_line],
-                saturated_advice, 0.9, f.n,
+                saturated_advice, 0.9, f,
             )
         if pfrac >= th.low_power_frac:
             why = [
@@ -268,7 +270,7 @@ def _decide(
                 "AMP/bf16, torch.compile, fused ops) can still speed it up"
             ]
             why.append(throttle_line)
-            return make_verdict("saturated", None, why, advice, 0.5, f.n)
+            return make_verdict("saturated", None, why, advice, 0.5, f)
         light = u.span < th.swing_util_pct
     elif (
         pfrac is not None
@@ -283,7 +285,7 @@ def _decide(
             vram_note or "",
         ]
         why.append(throttle_line)
-        return make_verdict("saturated", None, why, saturated_advice, 0.6, f.n)
+        return make_verdict("saturated", None, why, saturated_advice, 0.6, f)
 
     # 4. stalled: memory held, nothing running on the card or on its host side, for long;
     # before that, paused (unknown): nothing runs, but not for long enough to call it
@@ -339,7 +341,7 @@ def _decide(
         cwhy.append(short_stall)
     if measured is None and cause in ("unknown", "light-kernels") and RUN_ADVICE not in cadvice:
         cadvice.append(RUN_ADVICE)  # what `decide` adds to an unsure verdict, added here once
-    return make_verdict("starving", cause, why + cwhy + [throttle_line], cadvice, conf, f.n)
+    return make_verdict("starving", cause, why + cwhy + [throttle_line], cadvice, conf, f)
 
 
 def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> Verdict:
@@ -361,7 +363,7 @@ def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> V
                          "write stuck on storage (a hung network file system, a full disk). "
                          "Check the mount (df, dmesg) and where it writes")
     conf = 0.85 if found.counter_polls or found.probe_polls else 0.75
-    return make_verdict("stalled", None, why, advice, conf, f.n)
+    return make_verdict("stalled", None, why, advice, conf, f)
 
 
 def _nothing_moves(found: Stall) -> list[str]:
@@ -412,4 +414,4 @@ def paused_verdict(f: CardFigures, th: Thresholds, found: Stall, power_line: str
         "short; if it lasts, it is a stall",
         stalled_advice(f.vendor, found.trainer_pids, found.trainer_states)[0],
     ]
-    return make_verdict("unknown", "paused", why, advice, 0.5, f.n)
+    return make_verdict("unknown", "paused", why, advice, 0.5, f)

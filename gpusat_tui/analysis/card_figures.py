@@ -64,6 +64,10 @@ class CardFigures:
     #: readings had the reasons read at all (0: the tool gives none).
     throttle: dict[str, int] | None = None
     throttle_n: int = 0
+    #: False for a card whose verdict nobody reads the reasons of (out of the dashboard's
+    #: focus): its verdict is built without ``why`` (`make_verdict`) and the lines every rule
+    #: quotes are not written, about a fifth of a card's judgement over a 3-poll window.
+    words: bool = True
 
     @property
     def mem_reversals(self) -> int:
@@ -95,6 +99,8 @@ class CardFigures:
         return line
 
     def util_line(self, th: Thresholds) -> str:
+        if not self.words:
+            return ""
         u = self.util
         shape = ""
         if u.span >= th.swing_util_pct:
@@ -106,6 +112,8 @@ class CardFigures:
         return f"{self.label} median {pct(u.median)}, mean {pct(u.mean)}{shape} over {u.n} samples"
 
     def power_line(self) -> str:
+        if not self.words:
+            return ""
         if self.pfrac is not None and self.cap:
             return (
                 f"power {pct(100 * self.pfrac)} of {self.cap:.0f} W cap"
@@ -116,6 +124,8 @@ class CardFigures:
         return "no power figure"
 
     def vram_line(self, th: Thresholds) -> str | None:
+        if not self.words:
+            return None
         m = self.mem_pct
         if m is None:
             if self.mem_used is not None:
@@ -161,13 +171,15 @@ def _confidence(base: float, n: int) -> float:
 
 
 def make_verdict(kind: VerdictKind, cause: str | None, why: list[str], advice: list[str],
-                 conf: float, n: int) -> Verdict:
+                 conf: float, f: CardFigures) -> Verdict:
+    """A card's verdict from the rule that decided it (``conf``: the rule's confidence with
+    enough samples); no ``why`` where ``f`` is judged without words."""
     return Verdict(
         kind=kind,
         cause=cause,
-        why=[w for w in why if w],
+        why=[w for w in why if w] if f.words else [],
         advice=advice,
-        confidence=_confidence(conf, n),
+        confidence=_confidence(conf, f.n),
     )
 
 
@@ -220,10 +232,11 @@ def fresh_readings(
 
 
 def window_figures(
-    fresh: Sequence[CardFacts], card_id: str, vendor: str, th: Thresholds
+    fresh: Sequence[CardFacts], card_id: str, vendor: str, th: Thresholds, words: bool = True
 ) -> tuple[CardFigures | None, int]:
     """The card's figures over its fresh readings (at least one), and how many of them give a
-    utilisation; no figures (None) with fewer than ``th.min_samples`` of those."""
+    utilisation; no figures (None) with fewer than ``th.min_samples`` of those. ``words``: see
+    `CardFigures.words`."""
     n = len(fresh)
     # Every column of the readings in one call (`CardFacts` is a named tuple).
     (
@@ -234,8 +247,9 @@ def window_figures(
     if util is None or util.n < th.min_samples:
         return None, (util.n if util else 0)
     mem_pct = clean_stats(mem_pcts)
-    mem_total = clean_median(mem_totals)
-    cap = clean_median(caps)
+    # The used and total MiB, the power and its cap are only quoted (the rules read the
+    # fractions), but for the used MiB where no percentage is given (`held`).
+    cap = clean_median(caps) if words else None
     figs = CardFigures(
         card_id=card_id,
         vendor=vendor,
@@ -243,12 +257,13 @@ def window_figures(
         n=n,
         util=util,
         mem_pct=mem_pct,
-        mem_used=clean_median(mem_used),
-        mem_total=mem_total,
-        power=clean_median(powers),
+        mem_used=clean_median(mem_used) if words or mem_pct is None else None,
+        mem_total=clean_median(mem_totals) if words else None,
+        power=clean_median(powers) if words else None,
         cap=cap if cap is not None and cap > 0 else None,
         pfrac=clean_median(pfracs),
         mem_series=mem_pcts,
+        words=words,
     )
     if sms.count(None) != n:
         sm = clean_stats(sms)

@@ -16,7 +16,11 @@ from collections.abc import Sequence
 from gpusat_tui.analysis.measured import ProbeFacts
 from gpusat_tui.model import Verdict
 
-__all__ = ["CauseHold", "hold_cause"]
+__all__ = ["HOLD_CAUSE_MAX", "CauseHold", "hold_cause"]
+
+#: No cause is held back once this many evidence windows of polls are in (a probe waiting for
+#: its first batch holds it longest): past it a caller need not ask.
+HOLD_CAUSE_MAX = 2.0
 
 
 class CauseHold:
@@ -46,7 +50,7 @@ def hold_cause(
     hold = CauseHold(probes)
     if hold.measured:
         return verdict
-    if hold.waiting and gathered_s < 2 * window_s:
+    if hold.waiting and gathered_s < HOLD_CAUSE_MAX * window_s:
         pids = ", ".join(str(pid) for pid in hold.waiting[:3])
         line = (f"cause not named yet: waiting for the probe's first figures (PID {pids}), "
                 f"{gathered_s:.0f} s in")

@@ -114,10 +114,12 @@ def _extras_facts(card: object) -> tuple[float | None, float | None, tuple[str, 
     if not isinstance(extras, dict) or not extras:
         return None, None, None
     reasons = extras.get("throttle")
-    throttle = (
-        tuple(r for r in split_reasons(reasons) if r in LIMITING)
-        if isinstance(reasons, str) else None
-    )
+    if reasons == "":  # read, none active (most polls of a tool that gives them)
+        throttle: tuple[str, ...] | None = ()
+    elif isinstance(reasons, str):
+        throttle = tuple(r for r in split_reasons(reasons) if r in LIMITING)
+    else:
+        throttle = None
     return (
         pct_or_none(extras.get("sm_active_pct")),
         pct_or_none(extras.get("tensor_active_pct")),

@@ -234,6 +234,8 @@ def judge_job(
     ranks: Sequence[Rank] = (),
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     evidence: Callable[[], HostEvidence] | None = None,
+    *,
+    apply: bool = True,
 ) -> tuple[Verdict, dict[str, Verdict]]:
     """The job verdict, and the card verdicts once the job's lag is applied (`apply_lag`).
     ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
@@ -243,6 +245,8 @@ def judge_job(
     utilisation looks even (the others' all-reduce wait keeps their duty cycle up).
     With no card at all but probed trainers (no accelerator tool), the verdict stands on the
     probes and the host (``evidence``: the host evidence of the window; `probe_only`).
+    ``apply=False``: the card verdicts are returned as given (a caller that only wants the
+    job's verdict, of cards already judged with the lag).
     """
     if not verdicts:
         if ranks and evidence is not None:
@@ -258,10 +262,12 @@ def judge_job(
     lag = lag_of(active)
     slow = straggler(ranks, thresholds) if len(ranks) >= 2 else None
     if slow is not None:
-        updated = {c: apply_measured(c, v, slow, ranks, figures) for c, v in verdicts.items()}
+        updated = verdicts if not apply else {
+            c: apply_measured(c, v, slow, ranks, figures) for c, v in verdicts.items()
+        }
         return _measured_straggler(slow, lag, verdicts, figures), updated
     if lag is not None:
-        updated = {c: apply_lag(c, v, lag) for c, v in verdicts.items()}
+        updated = verdicts if not apply else {c: apply_lag(c, v, lag) for c, v in verdicts.items()}
         return _job_verdict(lag, verdicts, figures), updated
 
     known = {c: v for c, v in verdicts.items() if v.kind != "unknown"}

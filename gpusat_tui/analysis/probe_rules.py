@@ -54,7 +54,7 @@ def measured_verdict(
             "A smaller batch leaves the allocator headroom",
         ]
         return make_verdict(
-            "fragmenting", None, [*frag, f.util_line(th), f.power_line()], advice, 0.9, f.n
+            "fragmenting", None, [*frag, f.util_line(th), f.power_line()], advice, 0.9, f
         )
     wait = meas.wait_pct
     if wait is None or wait < th.data_wait_starving_pct or not meas.batches_flow:
@@ -67,7 +67,7 @@ def measured_verdict(
     if f.util.median >= th.busy_util_pct:
         why.append(f"{f.label} reads busy, but the measured wait says the card idles between "
                    "batches: the wait decides")
-    return make_verdict("starving", cause, why + cwhy, cadvice, 0.9, f.n)
+    return make_verdict("starving", cause, why + cwhy, cadvice, 0.9, f)
 
 
 def waiting_cause(
@@ -173,4 +173,4 @@ def _not_data(
             "Profile a few steps (torch.profiler) to see what each step waits on: "
             "communication, synchronisation (.item(), .cpu()), or small kernels",
         ]
-    return make_verdict("starving", cause, why, advice, 0.75, f.n)
+    return make_verdict("starving", cause, why, advice, 0.75, f)

@@ -10,62 +10,59 @@ Each push judges two windows:
   badge shows while the state holds.
 
 A kind (or, within a kind, a cause) changes only when the recent window has said the new
-thing for ``hold_polls`` consecutive polls; with the defaults a step change shows on the third
-poll from it, and an isolated odd poll never flips the badge. Leaving ``unknown`` needs no
-hold: there is nothing to flicker from. Memory is bounded by time and by count.
+thing for ``hold_polls`` consecutive polls (`hysteresis`); with the defaults a step change
+shows on the third poll from it, and an isolated odd poll never flips the badge. Leaving
+``unknown`` needs no hold: there is nothing to flicker from. Memory is bounded by time and by
+count.
 
 The evidence window decides nothing: it only supplies the figures of a verdict whose kind and
 cause the recent window already settled. So a caller that shows the reasons of one card at a
-time (the dashboard) passes ``focus``: only those keys get the evidence window's figures, the
-others keep the recent window's (same kind and cause), and `explain` fills in one more key on
-demand. ``check`` and ``report`` pass no focus and get every key in full.
+time (the dashboard) passes ``focus``: only those keys get the evidence window's figures; the
+others keep the recent window's verdict (same kind and cause) without its reasons (``why``
+empty: the dashboard shows their badges only), and `explain` fills in one key on demand.
+``check`` and ``report`` pass no focus and get every key in full.
 
-Cost (``benchmarks/bench_verdict.py``: about 0.7 ms per push for 8 cards with a full 30 s
-window, focused or not: the job in focus reads every card's evidence window): each frame is read
-once (`verdict.frame_facts`), and what it shows of a card's host evidence or stall is kept with
-it, so a window summarises only its new poll; each card's evidence window, which starts where
-that card's verdict was adopted and so differs from card to card, is judged for that card only
-(`verdict.PreparedWindow`) unless most cards or the job read the same window, and the windows
-whose history starts at the same frame share the lag and the stalls found over it
-(`verdict.History`). All of it gives exactly what `judge` gives
-(tests/analysis/test_verdict_prepared.py).
+The job's verdict is composed from its cards' verdicts as they are shown after the push
+(`verdict.job_from_cards`): "1 of 4 cards starving: nvidia:0" names the cards whose badges say
+so, and no card is judged again over the job's window. Its kind and cause still come from the
+recent window with the same hysteresis; its confidence and advice are its cards' as shown
+(out of focus, the recent window's).
+
+Cost (``benchmarks/bench_verdict.py``; figures in docs/benchmarks.md): each frame is read once
+(`verdict.frame_facts`), and what it shows of a card's host evidence or stall is kept with it,
+so a window summarises only its new poll; a push judges every card once over its recent window
+and, in focus, once over its evidence window (which starts where that card's verdict was
+adopted, so differs from card to card: `verdict.PreparedWindow` judges one card of it, a window
+most cards in focus read is judged whole); the windows whose history starts at the same frame
+share the lag and the stalls found over it (`verdict.History`). All of it gives exactly what
+judging each window anew gives (``reference=True``, tests/analysis/test_tracker_reference.py).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 
-from gpusat_tui.analysis.cause_hold import hold_cause
+from gpusat_tui.analysis.card_figures import CardFigures
+from gpusat_tui.analysis.cause_hold import HOLD_CAUSE_MAX, hold_cause
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
+from gpusat_tui.analysis.hysteresis import Badges
 from gpusat_tui.analysis.job import JOB_KEY
 from gpusat_tui.analysis.measured import Rank, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.verdict import History, PreparedWindow, judge_prepared, window_ids
+from gpusat_tui.analysis.verdict import (
+    History,
+    Judgement,
+    PreparedWindow,
+    PushLag,
+    job_from_cards,
+    judge_window,
+    window_ids,
+)
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = ["VerdictTracker", "recent_starts"]
-
-
-@dataclass
-class _Shown:
-    """What the badge of one card (or of the job) says, and what would change it."""
-
-    verdict: Verdict
-    #: Absolute poll number of the first frame of this verdict's evidence window.
-    since: int
-    candidate: str | None = None
-    count: int = 0
-    cause_candidate: str | None = None
-    cause_count: int = 0
-    #: True while ``verdict`` carries the recent window's figures because the key was out of
-    #: focus (`VerdictTracker.explain` replaces them with the evidence window's).
-    brief: bool = False
-    #: Absolute poll number of the first frame of the window ``verdict``'s figures come from
-    #: (the evidence window's or the recent one's): `VerdictTracker.window_ranks` reads it.
-    figures_since: int | None = None
 
 
 class VerdictTracker:
@@ -107,9 +104,16 @@ class VerdictTracker:
             maxlen=self.max_frames
         )
         self._count = 0
-        self._shown: dict[str, _Shown] = {}
+        #: Every key's badge and what would change it (`hysteresis`).
+        self.badges = Badges(hold_polls)
         self._assessment = Assessment()
         self._focus: Collection[str] | None = None
+        #: The cards' verdicts (before `hold_cause`) and the figures the job's verdict was
+        #: composed from at the last push: what `explain` composes the job from again.
+        self._job_cards: dict[str, Verdict] = {}
+        self._job_figures: dict[str, CardFigures] = {}
+        #: The lag every badge of the last push was judged with (`verdict.PushLag`).
+        self._push_lag = PushLag(None)
         self.hold_cause = hold_cause
         self.reference = reference
         #: Time of the first poll since the last reset (how much evidence is in).
@@ -130,15 +134,19 @@ class VerdictTracker:
     def reset(self) -> None:
         """Forget everything (replay seek, or a new session)."""
         self._frames.clear()
-        self._shown.clear()
+        self.badges.shown.clear()
         self._assessment = Assessment()
         self._started_t = None
+        self._job_cards, self._job_figures = {}, {}
+        self._push_lag = PushLag(None)
 
     def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
         """Add one poll and return the assessment the badge should show now.
 
         ``focus``: the keys (card ids, `JOB_KEY`) whose verdicts must carry the evidence
-        window's figures; None means every key. Kinds and causes never depend on it.
+        window's figures and their reasons; the others carry the recent window's, without
+        reasons (`explain` writes them). None means every key. Kinds and causes never depend
+        on it.
         """
         self._focus = focus
         t = frame.t if isinstance(frame.t, int | float) and math.isfinite(frame.t) else None
@@ -160,7 +168,8 @@ class VerdictTracker:
         frames = [entry[2] for entry in self._frames]
         facts = [entry[3] for entry in self._frames]
         first = self._frames[0][0]
-        cache: dict[int, Assessment] = {}
+        focus = focus if focus is None else frozenset(focus)
+        self._focus = focus
         history = self._history_start()
         # Windows whose history starts at the same frame share what is found over it.
         pasts: dict[int, History] = {}
@@ -170,68 +179,101 @@ class VerdictTracker:
                 pasts[start] = History(facts[start:], self.thresholds)
             return pasts[start]
 
-        def judged(offset: int) -> Assessment:
-            if self.reference:
-                start = min(offset, history)
-                return judge_prepared(
-                    frames[start:], [frame_facts(f) for f in frames[start:]], self.thresholds,
-                    context=offset - start,
-                )
-            if offset not in cache:
-                start = min(offset, history)
-                cache[offset] = judge_prepared(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start,
-                    history=past(start),
-                )
-            return cache[offset]
-
-        windows: dict[int, PreparedWindow] = {}
-        # Each card's evidence window starts where its own verdict was adopted, so the windows
-        # differ from card to card. A window most cards (or the job) will read is judged whole,
-        # once; in any other only the cards asked about are judged (`PreparedWindow`: each
-        # card in full, plus a lighter pass over the others, about 0.4 of a card each).
-        readers = Counter(
-            max(0, state.since - first) for key, state in self._shown.items() if key != JOB_KEY
-        )
-        n_cards = sum(readers.values())
-        job_state = self._shown.get(JOB_KEY)
-        job_offset = max(0, job_state.since - first) if job_state is not None else None
-
-        def evidence(key: str, since: int) -> Verdict | None:
-            offset = max(0, since - first)
-            if key == JOB_KEY:
-                return judged(offset).job
-            if (
-                self.reference or offset in cache or offset == job_offset
-                or 5 * readers[offset] >= 3 * n_cards
-            ):
-                return judged(offset).cards.get(key)
-            if offset not in windows:
-                start = min(offset, history)
-                windows[offset] = PreparedWindow(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start,
-                    history=past(start),
-                )
-            return windows[offset].card(key)
+        short = max(0, len(frames) - self.recent_polls)
+        recent_ids = window_ids(facts[short:])
+        if focus is not None and JOB_KEY in focus and len(recent_ids) == 1:
+            # A lone card's verdict is the job's: in focus with it.
+            focus = focus | {recent_ids[0]}
+            self._focus = focus
+        # The cards whose reasons are read: those in focus; the others are judged without
+        # words (`judge_window`).
+        words = focus
 
         # Each card's recent window reaches back to its last `recent_polls` fresh readings, so
         # a tool that fails every other poll (stale carried-over cards) does not flip the badge
         # to unknown; a card with too few fresh readings anywhere is judged (unknown) on the
-        # plain last polls.
-        short = max(0, len(frames) - self.recent_polls)
+        # plain last polls. The job's recent window is the longest of them.
         starts = recent_starts(facts, self.recent_polls, short)
+        job_recent = min(starts.values(), default=short)
+        cache: dict[tuple[int, bool], Judgement] = {}
+
+        def judgement(offset: int, evidence: bool = False) -> Judgement:
+            """The window from ``offset`` judged whole: a recent window finds its own lag, an
+            evidence window is given the push's (`verdict.PushLag`)."""
+            evidence = evidence and offset != job_recent  # there the push's lag is its own
+            given = push_lag() if evidence else None
+            start = min(offset, history)
+            if self.reference:
+                return judge_window(
+                    frames[start:], [frame_facts(f) for f in frames[start:]], self.thresholds,
+                    context=offset - start, words=words, given=given,
+                )
+            key = (offset, evidence)
+            if key not in cache:
+                cache[key] = judge_window(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start,
+                    history=past(start), words=words, given=given,
+                )
+            return cache[key]
+
+        def push_lag() -> PushLag:
+            """The lag of the job's recent window: the one every badge of this push shows."""
+            return PushLag(judgement(job_recent).lag)
+
+        windows: dict[int, PreparedWindow] = {}
+        # Each card's evidence window starts where its own verdict was adopted, so the windows
+        # differ from card to card. A window most cards will read (those in focus) is judged
+        # whole, once; in any other only the cards asked about are judged (`PreparedWindow`).
+        # The job's is not judged at all: its verdict is composed from its cards' (below).
+        shown = self.badges.shown
+        cards_in = [key for key in shown if key != JOB_KEY]
+        readers = Counter(
+            max(0, shown[key].since - first) for key in cards_in
+            if focus is None or key in focus
+        )
+        n_cards = len(cards_in)
         cards: dict[str, Verdict] = {}
-        for card_id in window_ids(facts[short:]):
+
+        def evidence(key: str, since: int) -> Verdict | None:
+            offset = max(0, since - first)
+            if key == JOB_KEY:
+                # The job over its evidence window, from the verdicts its cards' badges show
+                # after this push (`verdict.job_from_cards`), the figures of the job's recent
+                # window (for the lag's sentences) and the push's lag, kept for `explain`.
+                window = (
+                    [frame_facts(f) for f in frames[offset:]] if self.reference
+                    else facts[offset:]
+                )
+                return job_from_cards(self._job_cards, self._job_figures, window,
+                                      self._push_lag.lag, self.thresholds)
+            if self.reference or (offset, True) in cache or 5 * readers[offset] >= 3 * n_cards:
+                return judgement(offset, evidence=True).assessment.cards.get(key)
+            if offset not in windows:
+                start = min(offset, history)
+                windows[offset] = PreparedWindow(
+                    frames[start:], facts[start:], self.thresholds, context=offset - start,
+                    history=past(start), given=push_lag(),
+                )
+            return windows[offset].card(key)
+
+        for card_id in recent_ids:
             offset = starts.get(card_id, short)
-            recent = judged(offset).cards.get(card_id)
+            recent = judgement(offset).assessment.cards.get(card_id)
             if recent is not None:
-                cards[card_id] = self._update(card_id, recent, first + offset, evidence)
-        for gone in set(self._shown) - set(cards) - {JOB_KEY}:
-            del self._shown[gone]
-        job_offset = min(starts.values(), default=short)
-        job = self._update(JOB_KEY, judged(job_offset).job, first + job_offset, evidence)
-        if self.hold_cause:
-            gathered = t - (self._started_t if self._started_t is not None else t)
+                cards[card_id] = self.badges.update(
+                    card_id, recent, first + offset, self._in_focus(card_id), evidence
+                )
+        for gone in set(shown) - set(cards) - {JOB_KEY}:
+            del shown[gone]
+        recent_job = judgement(job_recent)
+        self._job_cards, self._job_figures = dict(cards), recent_job.figures
+        self._push_lag = PushLag(recent_job.lag)
+        job = self.badges.update(
+            JOB_KEY, recent_job.assessment.job, first + job_recent, self._in_focus(JOB_KEY),
+            evidence,
+        )
+        gathered = t - (self._started_t if self._started_t is not None else t)
+        if self.hold_cause and gathered < HOLD_CAUSE_MAX * self.window_s:
             probes = [p for f in facts for p in f.probes]
             cards = {
                 cid: hold_cause(v, gathered, self.window_s,
@@ -246,7 +288,7 @@ class VerdictTracker:
         """The probed trainers over the window that ``key``'s shown figures come from: the
         data wait quoted in its why (``data wait 51 % over the last 11 s``) is these ranks'
         figure, so a screen that shows one beside it shows the same."""
-        state = self._shown.get(key)
+        state = self.badges.shown.get(key)
         if state is None or state.figures_since is None or not self._frames:
             return []
         offset = max(0, state.figures_since - self._frames[0][0])
@@ -259,7 +301,7 @@ class VerdictTracker:
         Kind and cause stay what the last push said; the assessment is updated to match.
         None for a key the tracker does not know.
         """
-        state = self._shown.get(key)
+        state = self.badges.shown.get(key)
         if state is None or not self._frames:
             return None
         if state.brief:
@@ -269,33 +311,53 @@ class VerdictTracker:
                 [frame_facts(f) for f in frames] if self.reference
                 else [entry[3] for entry in self._frames]
             )
-            offset = max(0, state.since - self._frames[0][0])
-            start = min(offset, self._history_start())
-            long: Verdict | None
-            if key == JOB_KEY:
-                long = judge_prepared(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
-                ).job
-            elif self.reference:
-                long = judge_prepared(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
-                ).cards.get(key)
-            else:
-                window = PreparedWindow(
-                    frames[start:], facts[start:], self.thresholds, context=offset - start
-                )
-                long = window.card(key)
+            history = self._history_start()
+
+            def over(since: int, evidence: bool) -> Verdict | None:
+                """The key's verdict, with its reasons, over the window from ``since``: its
+                evidence window, or (``evidence`` False) the recent window the last push
+                judged it on, judged whole as that push did."""
+                offset = max(0, since - self._frames[0][0])
+                start = min(offset, history)
+                context = offset - start
+                if key == JOB_KEY and evidence:
+                    return job_from_cards(self._job_cards, self._job_figures, facts[offset:],
+                                          self._push_lag.lag, self.thresholds)
+                given = self._push_lag if evidence else None
+                if self.reference or not evidence:
+                    whole = judge_window(
+                        frames[start:], facts[start:], self.thresholds, context=context,
+                        given=given,
+                    ).assessment
+                    return whole.job if key == JOB_KEY else whole.cards.get(key)
+                return PreparedWindow(
+                    frames[start:], facts[start:], self.thresholds, context=context,
+                    given=given,
+                ).card(key)
+
             shown = state.verdict
-            if long is not None and (long.kind, long.cause) == (shown.kind, shown.cause):
-                state.verdict = long
-                state.figures_since = state.since
+            # The evidence window's figures; where it does not agree, the recent window's
+            # (out of focus the verdict was kept without its reasons: they are written now).
+            tries = [(state.since, True)]
+            if state.figures_since is not None:
+                tries.append((state.figures_since, False))
+            for since, evidence in tries:
+                found = over(since, evidence)
+                if found is None or (found.kind, found.cause) != (shown.kind, shown.cause):
+                    continue
+                state.verdict = found
+                state.figures_since = since
                 if key == JOB_KEY:
-                    self._assessment = Assessment(cards=self._assessment.cards, job=long)
+                    self._assessment = Assessment(cards=self._assessment.cards, job=found)
                 elif key in self._assessment.cards:
                     cards = dict(self._assessment.cards)
-                    cards[key] = long
+                    cards[key] = found
                     self._assessment = Assessment(cards=cards, job=self._assessment.job)
+                break
         return state.verdict
+
+    def _in_focus(self, key: str) -> bool:
+        return self._focus is None or key in self._focus
 
     def _history_start(self) -> int:
         """Index of the first frame the duration rules read (imbalance persistence, stall
@@ -312,56 +374,6 @@ class VerdictTracker:
                 break
             start = index
         return start
-
-    # --- hysteresis -------------------------------------------------------------------------
-
-    def _update(
-        self,
-        key: str,
-        new: Verdict,
-        recent_start: int,
-        evidence: Callable[[str, int], Verdict | None],
-    ) -> Verdict:
-        state = self._shown.get(key)
-        if state is None or (state.verdict.kind == "unknown" and new.kind != "unknown"):
-            self._shown[key] = _Shown(verdict=new, since=recent_start, figures_since=recent_start)
-            return new
-        shown = state.verdict
-        if new.kind != shown.kind:
-            state.cause_candidate, state.cause_count = None, 0
-            if state.candidate == new.kind:
-                state.count += 1
-            else:
-                state.candidate, state.count = new.kind, 1
-            if state.count >= self.hold_polls:
-                self._shown[key] = _Shown(verdict=new, since=recent_start,
-                                          figures_since=recent_start)
-                return new
-            return shown
-        state.candidate, state.count = None, 0
-        if new.cause != shown.cause:
-            if state.cause_candidate == new.cause:
-                state.cause_count += 1
-            else:
-                state.cause_candidate, state.cause_count = new.cause, 1
-            if state.cause_count >= self.hold_polls:
-                self._shown[key] = _Shown(verdict=new, since=recent_start,
-                                          figures_since=recent_start)
-                return new
-            return shown
-        state.cause_candidate, state.cause_count = None, 0
-        if self._focus is not None and key not in self._focus:
-            # Out of focus: the recent window's figures (same kind and cause) will do.
-            state.verdict, state.brief = new, True
-            state.figures_since = recent_start
-            return new
-        # Same kind and cause: show the evidence window's figures (more samples) when it
-        # agrees, else the recent window's.
-        long = evidence(key, state.since)
-        agrees = long is not None and (long.kind, long.cause) == (shown.kind, shown.cause)
-        state.verdict, state.brief = (long if long is not None and agrees else new), False
-        state.figures_since = state.since if agrees else recent_start
-        return state.verdict
 
 
 def recent_starts(facts: Sequence[FrameFacts], wanted: int, short: int) -> dict[str, int]:

@@ -70,25 +70,30 @@ use):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import NamedTuple
 
 from gpusat_tui.analysis.card import is_idle, judge_card
 from gpusat_tui.analysis.card_figures import CardFigures, light_figures
-from gpusat_tui.analysis.evidence import EvidenceCache, ProcessTie
+from gpusat_tui.analysis.evidence import EvidenceCache, HostEvidence, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.imbalance import Lag, lagging
-from gpusat_tui.analysis.job import apply_lag, judge_job
-from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of
+from gpusat_tui.analysis.job import apply_lag, apply_measured, judge_job
+from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of, straggler
 from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = [
     "History",
+    "Judgement",
     "PreparedWindow",
+    "PushLag",
+    "job_from_cards",
     "judge",
     "judge_card_prepared",
     "judge_prepared",
+    "judge_window",
     "window_ids",
 ]
 
@@ -128,18 +133,27 @@ class History:
         return self._stalls[key]
 
 
+class PushLag(NamedTuple):
+    """The lag found once for a whole tracker push (over its history, among the cards busy in
+    its recent window), given to every other window judged in that push: a card's evidence
+    window then re-badges the same straggler its badge names, and no window searches the
+    history again."""
+
+    lag: Lag | None
+
+
 class _Window:
     """What judging one window needs, shared between its cards.
 
     ``frames[context:]`` is the window judged; the ``context`` frames before it are history
     that only the rules measuring a duration read (imbalance persistence, stall duration).
     ``history``: that history's `History` when the caller shares one between windows (it
-    must hold the same ``facts``).
+    must hold the same ``facts``). ``given``: the push's lag, used instead of one found here.
     """
 
     def __init__(
         self, frames: Sequence[Frame], facts: Sequence[FrameFacts], thresholds: Thresholds,
-        context: int, history: History | None = None,
+        context: int, history: History | None = None, given: PushLag | None = None,
     ) -> None:
         context = max(0, min(context, len(facts)))
         self.frames = frames[context:]
@@ -153,21 +167,27 @@ class _Window:
         self.evidence = EvidenceCache(self.facts, self.tie)
         #: The probed trainers in the window.
         self.ranks = ranks_of(self.facts, thresholds)
+        self.given = given
+        #: The lag this window found (when its job was judged and none was given).
+        self.found: Lag | None = None
 
     def stall(self, card_id: str, th: Thresholds) -> Stall | None:
         return self.past.stall(card_id, th)
 
-    def card(self, card_id: str) -> tuple[Verdict, CardFigures | None]:
+    def card(self, card_id: str, words: bool = True) -> tuple[Verdict, CardFigures | None]:
         return judge_card(
             self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
-            self.measured, self.fresh_maps,
+            self.measured, self.fresh_maps, words,
         )
 
     def measured(self, card_id: str) -> Measured | None:
         return measured_for_card(self.ranks, card_id)
 
     def lag(self, active: list[str]) -> Lag | None:
-        return self.past.lag(active)
+        if self.given is not None:
+            return self.given.lag
+        self.found = self.past.lag(active)
+        return self.found
 
 
 def judge_prepared(
@@ -187,17 +207,79 @@ def judge_prepared(
     tracker judges a short recent window, and these rules need a longer view). ``history``:
     the `History` of those frames, where the caller shares one between windows.
     """
-    window = _Window(frames, facts, thresholds, context, history)
+    return judge_window(frames, facts, thresholds, context=context, history=history).assessment
+
+
+class Judgement(NamedTuple):
+    """A window's assessment, the figures its card verdicts were drawn from (the cards with
+    figures: not unknown), and the lag its job found (None: none, or none looked for)."""
+
+    assessment: Assessment
+    figures: dict[str, CardFigures]
+    lag: Lag | None = None
+
+
+def judge_window(
+    frames: Sequence[Frame],
+    facts: Sequence[FrameFacts],
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    context: int = 0,
+    history: History | None = None,
+    words: Collection[str] | None = None,
+    given: PushLag | None = None,
+) -> Judgement:
+    """`judge_prepared`, with the cards' figures kept: the tracker composes the job's verdict
+    from its cards' shown verdicts and these figures (`job_from_cards`).
+
+    ``words``: the cards whose verdicts say why (None: all). The others get their kind, cause,
+    advice and confidence only, ``why`` empty: the dashboard shows only the badges of cards out
+    of its focus, and writing their reasons was about a fifth of judging them. ``given``: the
+    push's lag (`PushLag`), instead of one found over this window's history."""
+    window = _Window(frames, facts, thresholds, context, history, given)
     verdicts: dict[str, Verdict] = {}
     figures: dict[str, CardFigures] = {}
     for cid in window.ids:
-        verdict, figs = window.card(cid)
+        verdict, figs = window.card(cid, words is None or cid in words)
         verdicts[cid] = verdict
         if figs is not None:
             figures[cid] = figs
     job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds,
                               evidence=lambda: window.evidence(""))
-    return Assessment(cards=verdicts, job=job)
+    if words is not None:
+        # The rules that add to a verdict after the card's own (a probe's figures, the job's
+        # lag) write their lines anyway: none is kept where no reason is asked for.
+        verdicts = {
+            cid: v.model_copy(update={"why": []}) if v.why and cid not in words else v
+            for cid, v in verdicts.items()
+        }
+    return Judgement(Assessment(cards=verdicts, job=job), figures, window.found)
+
+
+def job_from_cards(
+    cards: Mapping[str, Verdict],
+    figures: Mapping[str, CardFigures],
+    facts: Sequence[FrameFacts],
+    lag: Lag | None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> Verdict:
+    """The job's verdict over the window ``facts`` from card verdicts given, not judged here:
+    the tracker gives the cards' verdicts as their badges show them, so the job line's "3 of
+    8 cards starving" names the cards whose badges say so, and the lag those badges were
+    judged with (`PushLag`; ``figures``: the cards', for the power fractions and labels the
+    lag's sentences quote). The probes' ranks and the host evidence are the window's.
+
+    Costs the window's probe ranks and no card judgement: judging every card again over the
+    job's window was ~40 % of a dashboard push.
+    """
+
+    def host_evidence() -> HostEvidence:
+        return EvidenceCache(facts, ProcessTie(facts))("")
+
+    job, _ = judge_job(dict(cards), dict(figures), lambda _active: lag,
+                       ranks_of(facts, thresholds), thresholds, evidence=host_evidence,
+                       apply=False)
+    return job
 
 
 def window_ids(facts: Sequence[FrameFacts]) -> list[str]:
@@ -224,7 +306,8 @@ class PreparedWindow:
     in every one of those windows cost up to a full judgement of all cards per card. Here only
     the cards asked about are judged in full; of the others only what the job's imbalance test
     reads is computed, once per window (unknown or idle), since a card's verdict changes when
-    it is a straggler or waits for one.
+    it is a straggler or waits for one; a straggler the probes name, or the push's lag given
+    (`PushLag`), needs none of it.
     """
 
     def __init__(
@@ -235,10 +318,11 @@ class PreparedWindow:
         *,
         context: int = 0,
         history: History | None = None,
+        given: PushLag | None = None,
     ) -> None:
-        self._window = _Window(frames, facts, thresholds, context, history)
-        self._lag: Lag | None = None
-        self._lag_done = False
+        self._window = _Window(frames, facts, thresholds, context, history, given)
+        self._lag: Lag | None = None if given is None else given.lag
+        self._lag_done = given is not None
 
     def card(self, card_id: str) -> Verdict | None:
         """The card's verdict in this window (None when the window never shows the card)."""
@@ -248,6 +332,11 @@ class PreparedWindow:
         verdict, figs = window.card(card_id)
         if len(window.ids) == 1 or figs is None or verdict.kind == "idle":
             return verdict  # alone, unknown or idle: the job's lag never changes it
+        if len(window.ranks) >= 2:
+            # The probes' straggler outranks the utilisation lag (`job.judge_job`).
+            slow = straggler(window.ranks, window.thresholds)
+            if slow is not None:
+                return apply_measured(card_id, verdict, slow, window.ranks, {card_id: figs})
         return apply_lag(card_id, verdict, self._lagging())
 
     def _lagging(self) -> Lag | None:

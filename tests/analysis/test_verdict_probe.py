@@ -10,10 +10,11 @@ import dataclasses
 
 import pytest
 
+from gpusat_tui.analysis.facts import frame_facts
 from gpusat_tui.analysis.measured import RUN_ADVICE
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdict import PreparedWindow, judge
 from gpusat_tui.model import CardReading, Frame, ProbeAlloc, ProbeSample, ProcessSample
 
 GIB = 2**30
@@ -228,3 +229,18 @@ def test_the_starving_line_is_a_threshold(wait: float) -> None:
     assert isinstance(lower, Thresholds)
     v = judge(window([card()], [[probe(wait, i)] for i in range(6)]), lower).cards["nvidia:0"]
     assert v.kind == "starving"
+
+
+def test_a_card_judged_alone_gets_the_badge_the_probes_give_it() -> None:
+    # The tracker judges a card's evidence window one card at a time (`PreparedWindow`): the
+    # straggler the probes name re-badges it there as in the whole judgement.
+    cards = [card(0), card(1), card(2)]
+    probes = [[probe(3.0, i, pid=100, rank=0, card_id="nvidia:0"),
+               probe(45.0, i, pid=101, rank=1, card_id="nvidia:1")] for i in range(8)]
+    frames = window(cards, probes, n=8)
+    facts = [frame_facts(f) for f in frames]
+    whole = judge(frames).cards
+    assert (whole["nvidia:1"].kind, whole["nvidia:0"].cause) == ("imbalanced", "collective-wait")
+    alone = PreparedWindow(frames, facts)
+    for cid, verdict in whole.items():
+        assert alone.card(cid) == verdict, cid

@@ -247,3 +247,27 @@ async def test_a_card_without_a_probe_gives_the_charts_that_row() -> None:
         await settle(pilot, lambda: app.selected == "nvidia:1")
         assert not any(line.startswith("trainer rank") for line in panel.planned)
         assert sum(panel.chart_rows()) == with_probe + 1
+
+
+async def test_the_overview_asks_no_card_reasons_until_a_card_is_opened() -> None:
+    # The overview shows badges and the job line: only the job is in the tracker's focus
+    # (the selected card's reasons are not on screen), and moving the selection there asks
+    # for nothing. Opening the card asks for its reasons at once and keeps it in focus.
+    frames = frames_for(40, eight)
+    tracker = FixedTracker(default=Verdict(kind="saturated"))
+    app = GpusatApp(ListSource(frames, delay=0.05), tracker=tracker,  # type: ignore[arg-type]
+                    clock=lambda: T0 + 1.0, own_cpu=lambda: 0.4, interval=1.0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq >= 3)
+        assert app.overview is True
+        assert tracker.focus[-1] == {"job"}
+        await pilot.press("right")
+        await pilot.pause()
+        assert app.selected == "nvidia:1"
+        assert tracker.explained == []
+        await pilot.press("enter")
+        await settle(pilot, lambda: not app.overview)
+        assert tracker.explained[-1] == "nvidia:1"
+        pushed = len(tracker.focus)
+        await settle(pilot, lambda: len(tracker.focus) > pushed)
+        assert tracker.focus[-1] == {"job", "nvidia:1"}

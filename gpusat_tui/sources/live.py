@@ -1,29 +1,25 @@
-"""Live polling of every vendor tool: discovery, the schedule, and the `Frame` of each poll.
+"""Live polling of every vendor tool: the schedule, and the `Frame` of each poll.
 
-Collectors are declarative (`collectors.base.ToolSpec`): this module finds their executables,
-polls them all concurrently and turns whatever happens (an answer, a usage text, garbage, a
-crash, a hang) into a `Frame`. Asking one tool and reading its answer is
-`sources.tool_queries`; child processes are `sources.procs` (never a shell). Nothing a tool
-does can crash the monitor or leave a process behind:
+Collectors are declarative (`collectors.base.ToolSpec`): `sources.tool_discovery` finds their
+executables (and groups the tools that see the same cards), `sources.tool_poll` polls one group
+and decides what a failure means for its cards (the group's next tool, stale carry-over,
+back-off of a tool that keeps hanging), `sources.tool_queries` asks one tool and reads its
+answer, and `sources.procs` runs each child process (never a shell). This module polls all the
+groups concurrently on a fixed schedule, adds the process monitor's and the probe files'
+figures, and turns each poll into a `Frame`. Nothing a tool does can crash the monitor or leave
+a process behind:
 
 * every call runs in its own session, and on a timeout, on close or on cancellation the
   *whole process group* is killed and reaped (`sources.procs.run_tool`);
 * output is capped (`MAX_OUTPUT_BYTES`): a tool spewing garbage is killed, not buffered;
-* a failing tool's cards are carried over with ``stale_s`` = their age, so a card never blinks
-  out because of one bad poll; a card that is missing from an otherwise good answer is dropped
-  with a note;
-* tools of one ``group`` (hy-smi / amd-smi / rocm-smi on a DCU box; NVML / nvidia-smi) see the
-  same cards, so only the first one that is found *and answers* is used.
 * a tool read as a stream (`collectors.base.Stream`: tegrastats, neuron-monitor, nvidia-smi's
-  ``-lms``) keeps one child for the session (`sources.streams`); each poll takes its newest
-  record (`sources.stream_poll`) in place of the required calls, and a quiet or exited stream
-  is carried over stale like a failed call.
+  ``-lms``) keeps one child for the session (`sources.streams`), stopped when the source closes;
+  each poll takes its newest record (`sources.stream_poll`) in place of the required calls.
 
 Costs: one fork+exec per query per interval (a few ms of CPU for a C tool); the figures are
 in ``Frame.monitor_cpu_pct`` so the monitor's own cost is always on screen. Per-card
 enrichments and process lists run on one poll in `DEFAULT_ENRICH_EVERY` (``enrich_every``;
-what that costs: `sources.tool_queries`). A tool that times out twice in a row is backed off
-(asked again after 2, 4, 8, up to `MAX_SKIP_POLLS` polls; its error and stale cards stand in).
+what that costs: `sources.tool_queries`).
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
-from gpusat_tui.collectors.base import ToolReading, ToolSpec, resolve_process_cards
-from gpusat_tui.collectors.discovery import find_executable
+from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.host.jobs import add_probe_cards
 from gpusat_tui.host.probe_files import ProbePoller
@@ -51,25 +46,15 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
-from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
-from gpusat_tui.sources.tool_queries import (
-    RAW_KEEP_CHARS,
-    NotOurs,
-    PollResult,
-    QueryFailed,
-    QueryRefused,
-    ToolQueries,
-    ToolState,
-)
+from gpusat_tui.sources.tool_discovery import find_tools, missing_tool_message
+from gpusat_tui.sources.tool_poll import ToolPoller
+from gpusat_tui.sources.tool_queries import PollResult, ToolQueries, ToolState
 
 __all__ = [
     "LiveSource",
     "ProcessMonitorLike",
     "SourceClosed",
 ]
-
-#: Where the in-process NVML reader is "found".
-IN_PROCESS = "in-process"
 
 
 class ProcessReportLike(Protocol):
@@ -84,10 +69,6 @@ class ProcessMonitorLike(Protocol):
     ``sample_if_cheap``, used where present: see `LiveSource._sample_processes`.)"""
 
     def sample(self, card_processes: Sequence[CardProcess] = ...) -> ProcessReportLike: ...
-
-
-#: The most polls a tool that keeps hanging is left alone for (see `LiveSource._back_off`).
-MAX_SKIP_POLLS = 16
 
 
 class LiveSource:
@@ -140,6 +121,8 @@ class LiveSource:
         self._pending_notes: list[str] = []
         #: Runs each tool's queries (`sources.tool_queries`); appends to ``_pending_notes``.
         self._queries = ToolQueries(self.timeout, self.enrich_every, clock, self._pending_notes)
+        #: Polls each group (`sources.tool_poll`); updates ``versions`` in place.
+        self._poller = ToolPoller(self._queries, clock, self.versions)
         self._inflight: asyncio.Future[list[PollResult]] | None = None
         self._probes = ProbePoller()
         #: Set by `use_probes_only`: where the tools were looked for (the no-tool message).
@@ -152,58 +135,25 @@ class LiveSource:
             from gpusat_tui.collectors import all_specs
 
             self._specs = all_specs()
-        return sorted(self._specs, key=lambda s: (s.group or s.tool, s.priority))
+        return self._specs
 
     def discover(self) -> dict[str, str]:
         """Find every tool (tool -> executable, or "in-process" for NVML).
 
         Raises `ToolMissing` listing, per tool, what was searched when nothing at all is found.
         """
-        states: dict[str, list[ToolState]] = {}
-        self.tools = {}
-        self.searched = {}
-        for spec in self._all_specs():
-            reader: Callable[[], ToolReading] | None = None
-            if spec.new_reader is not None:
-                reader = spec.new_reader(self.enrich_every)
-            elif spec.reader is not None:
-                reader = spec.reader
-            if reader is not None:
-                exe = IN_PROCESS if self._probe_reader(spec, reader) else None
-            else:
-                exe, searched = find_executable(spec, self.overrides, self.path)
-                self.searched[spec.tool] = searched
-            if exe is None:
-                continue
-            required = [q for q in spec.queries if not q.optional]
-            optional = [q for q in spec.queries if q.optional]
-            stream = stream_for(spec, required, self.streams)
-            states.setdefault(spec.group or spec.tool, []).append(
-                ToolState(spec=spec, exe=exe, required=required, optional=optional,
-                           reader=reader,
-                           stream=StreamPoll(spec.tool, exe, stream, self.interval,
-                                             self.timeout) if stream is not None else None)
-            )
-            self.tools[spec.tool] = exe
-        self._groups = list(states.values())
+        found = find_tools(self._all_specs(), overrides=self.overrides, path=self.path,
+                           enrich_every=self.enrich_every, streams=self.streams,
+                           interval=self.interval, timeout=self.timeout)
+        self.tools = found.tools
+        self.searched = found.searched
+        self.versions.update(found.versions)
+        # An in-process reader's notes (no GPM counters here, say) go on the first Frame.
+        self._pending_notes.extend(n for n in found.notes if n not in self._pending_notes)
+        self._groups = found.groups
         if not self.tools:
             raise ToolMissing(self.missing_message())
         return dict(self.tools)
-
-    def _probe_reader(self, spec: ToolSpec, reader: Callable[[], ToolReading]) -> bool:
-        """An in-process reader (NVML) is "found" when its library loads. Its notes (no GPM
-        counters here, say) go on the first Frame."""
-        try:
-            reading = reader()
-        except ToolMissing as exc:
-            self.searched[spec.tool] = [f"in-process library ({exc})"]
-            return False
-        except Exception as exc:  # a broken driver is as good as none for discovery
-            self.searched[spec.tool] = [f"in-process library ({type(exc).__name__}: {exc})"]
-            return False
-        self.versions[spec.tool] = reading.version
-        self._pending_notes.extend(n for n in reading.notes if n not in self._pending_notes)
-        return True
 
     def use_probes_only(self) -> bool:
         """After `discover` found no tool: poll the host's processes and the probe files alone,
@@ -220,11 +170,7 @@ class LiveSource:
 
     def missing_message(self) -> str:
         """Plain words: no tool found, and where each one was looked for."""
-        lines = ["No accelerator tool found. Searched:"]
-        for tool, places in self.searched.items():
-            lines.append(f"  {tool}: {', '.join(places) or 'nothing'}")
-        lines.append("Use --tool VENDOR=PATH (or GPUSAT_TOOL_<TOOL>=PATH) to point at one.")
-        return "\n".join(lines)
+        return missing_tool_message(self.searched)
 
     # --- polling -----------------------------------------------------------------------------
 
@@ -238,7 +184,7 @@ class LiveSource:
                 raise SourceClosed("the live source is closed")
             t = self.clock()
             self._inflight = asyncio.ensure_future(
-                asyncio.gather(*(self._poll_group(g) for g in self._groups))
+                asyncio.gather(*(self._poller.poll_group(g, self.tools) for g in self._groups))
             )
             try:
                 results = await self._inflight
@@ -411,126 +357,6 @@ class LiveSource:
             return None
         return max(0.0, 100.0 * (cpu - previous[0]) / (now - previous[1]))
 
-    async def _poll_group(self, group: list[ToolState]) -> PollResult:
-        """Poll the group's current tool; while none has answered yet, fall through the group.
-
-        A tool that never answered and refuses (or is missing, or is another vendor's tool)
-        gives way to the next one of its group. The last one of a group is kept and its errors
-        reported every poll, unless it is certainly unusable (``final``: not ours, no library).
-        """
-        notes: list[str] = []
-        while group:
-            state = group[0]
-            res = await self._poll_tool(state)
-            if res.ok:
-                state.answered = True
-            give_way = res.unusable and not state.answered and (len(group) > 1 or res.final)
-            if not give_way:
-                res.notes = notes + res.notes
-                return res
-            group.pop(0)
-            if state.stream is not None:
-                state.stream.stop()
-            self.tools.pop(state.spec.tool, None)
-            notes.extend(res.notes)
-            if not group:
-                res.notes = notes
-                res.cards = []
-                return res
-            notes.append(f"{state.spec.tool} not used ({_why(res)}); trying {group[0].spec.tool}")
-        return PollResult(notes=notes)
-
-    async def _poll_tool(self, state: ToolState) -> PollResult:
-        spec = state.spec
-        t_read = self.clock()
-        res = PollResult()
-        if state.skip_polls > 0 and state.hang_error is not None:
-            # Backing off a tool that keeps hanging: its error and stale cards stand.
-            state.skip_polls -= 1
-            res.errors.append(state.hang_error)
-            res.unusable = not state.answered
-            res.cards = self._carry_stale(state)
-            return res
-        try:
-            if state.reader is not None:
-                reading = await self._queries.run_reader(state)
-            else:
-                reading = await self._queries.run_queries(state, res)
-        except ToolMissing as exc:
-            res.unusable = res.final = True
-            res.errors.append(ToolError(tool=spec.tool, message=str(exc), kind="missing"))
-            return res
-        except NotOurs as exc:
-            res.unusable = res.final = True
-            res.notes.append(str(exc))
-            return res
-        except (QueryRefused, QueryFailed) as exc:
-            error = ToolError(tool=spec.tool, message=str(exc), kind=exc.kind)
-            res.errors.append(error)
-            if exc.kind == "timeout" and state.reader is None and state.stream is None:
-                self._back_off(state, error, res)
-            else:
-                state.hangs = 0
-            if isinstance(exc, QueryRefused) and exc.raw is not None:
-                res.raw[spec.tool] = exc.raw[:RAW_KEEP_CHARS]
-            # Never answered (refused, cannot start, hung): the group's next tool may do better.
-            res.unusable = not state.answered
-            res.cards = self._carry_stale(state)
-            return res
-        state.hangs = 0
-        if reading.version:
-            self.versions[spec.tool] = reading.version
-        cards = [c if c.tool else c.model_copy(update={"tool": spec.tool}) for c in reading.cards]
-        now_ids = {c.id for c in cards}
-        for card_id, (old, _) in list(state.last_good.items()):
-            if card_id not in now_ids:
-                res.notes.append(f"card {old.id} no longer listed by {spec.tool}")
-                del state.last_good[card_id]
-        if state.stream_t_read is not None:
-            t_read = state.stream_t_read  # when the record arrived, not when it was read
-        for card in cards:
-            state.last_good[card.id] = (card, t_read)
-        res.cards = cards
-        res.processes = resolve_process_cards(cards, reading.processes)
-        res.notes.extend(n for n in reading.notes if n not in res.notes)
-        if reading.raw:
-            res.raw[spec.tool] = reading.raw[:RAW_KEEP_CHARS]
-        res.ok = True
-        return res
-
-    def _back_off(self, state: ToolState, error: ToolError, res: PollResult) -> None:
-        """A tool that hangs again and again is asked less and less often (after 2, 4, 8, up to
-        `MAX_SKIP_POLLS` polls): each call costs a process that may not even die (a wedged
-        driver leaves it in D state), and a second call rarely answers when the first did not.
-        The polls in between repeat its error and carry its cards, stale."""
-        state.hangs += 1
-        if state.hangs < 2:
-            return  # once may be a slow poll: ask again next time
-        skip = min(2 ** min(state.hangs - 1, 16), MAX_SKIP_POLLS)
-        state.skip_polls = skip
-        state.hang_error = error
-        if skip < MAX_SKIP_POLLS or 2 ** (state.hangs - 2) < MAX_SKIP_POLLS:
-            # Said while the wait grows; once it is at its longest, the error says enough.
-            res.notes.append(
-                f"{state.spec.tool} hung {state.hangs} times in a row: "
-                f"asking it again after {skip} polls"
-            )
-
-    def _carry_stale(self, state: ToolState) -> list[CardReading]:
-        now = self.clock()
-        return [
-            card.model_copy(update={"stale_s": max(0.0, now - t_read)})
-            for card, t_read in state.last_good.values()
-        ]
-
 
 class SourceClosed(GpusatError):
     """`poll_once` after (or during) `aclose`."""
-
-
-def _why(res: PollResult) -> str:
-    if res.errors:
-        return res.errors[0].message
-    if res.notes:
-        return res.notes[-1]
-    return "no answer"

@@ -1,12 +1,13 @@
 """One tool's queries on one poll, and what its answers become: a `ToolReading`, or why not.
 
-`sources.live` decides *when* a tool is asked and what a failure means for its cards (back-off,
-stale carrying, the group's next tool); this module asks it. An in-process reader (NVML) runs
-in a thread with the timeout; an executable is run by `sources.procs.run_tool`, checked for
-being another vendor's tool of the same name, for its exit status, then parsed and vetted.
-What goes wrong is one of three exceptions: `QueryFailed` (no answer), `QueryRefused` (an answer not
-understood), `NotOurs` (someone else's tool). A refused required query goes down its fallback
-chain, and the first link that answers replaces it for the session (a note says so).
+`sources.live` decides *when* a tool is asked and `sources.tool_poll` what a failure means for
+its cards (back-off, stale carrying, the group's next tool); this module asks it. An in-process
+reader (NVML) runs in a thread with the timeout; an executable is run by
+`sources.procs.run_tool`, checked for being another vendor's tool of the same name, for its exit
+status, then parsed and vetted. What goes wrong is one of three exceptions: `QueryFailed` (no
+answer), `QueryRefused` (an answer not understood), `NotOurs` (someone else's tool). A refused
+required query goes down its fallback chain, and the first link that answers replaces it for the
+session (a note says so).
 
 Per-card enrichments (``Query(per_card=True)``: npu-smi's ``-t usages -i N``, one call per card,
 ~27 ms per poll for 8 cards) run only every ``enrich_every`` polls (`options.DEFAULT_ENRICH_EVERY`):

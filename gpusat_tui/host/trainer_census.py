@@ -18,11 +18,13 @@ Grain's workers are found. A worker belongs to its nearest trainer ancestor, so 
 trainer per card, each with its workers) and launchers (torchrun above the ranks) both come
 out right.
 
-What it costs: the table is the reader's (`ProcfsReader.scan`); here one ``cmdline`` read per
-new child of a trainer and per ancestor of an auto-found worker, each cached by PID and start
-time (a few thousand entries at most). What cannot be seen is said once: a ``--pid`` that is
-not running or was reused, a tool-listed PID from another PID namespace, processes this
-account may not read (with the ``hidepid`` mount option that hides them, when it is set).
+What it costs: the table is the reader's (`ProcfsReader.scan`); here a ``cmdline`` read per
+new child of a trainer (read again at the next rescan before it is trusted: a child caught
+between fork and exec still shows its parent's) and one per ancestor of an auto-found worker,
+cached by PID and start time (a few thousand entries at most). What cannot be seen is said
+once: a ``--pid`` that is not running or was reused, a tool-listed PID from another PID
+namespace, processes this account may not read (with the ``hidepid`` mount option that hides
+them, when it is set).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ pin-memory thread's CPU % and its other threads' (`task_threads`).
 
 A rate needs two readings of the same process: the first tick, a counter that went back (not
 the same process or thread) or a changed set of pin-memory threads gives no figure, never a
-wrong one. This runs for every watched process at every tick, so the arithmetic is inline
-(a steady tick costs ~3 µs a process: benchmarks/bench_processes.py).
+wrong one. This runs for every watched process at every tick (beside reads of ~3 µs each:
+benchmarks/bench_processes.py), so the arithmetic is inline.
 """
 
 from __future__ import annotations

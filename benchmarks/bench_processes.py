@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 from statistics import mean, median
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,7 @@ import psutil  # noqa: E402
 
 from gpusat_tui.host.processes import ProcessMonitor  # noqa: E402
 from gpusat_tui.host.procfs import ProcfsReader  # noqa: E402
+from gpusat_tui.host.watched_process import WatchedProcess  # noqa: E402
 from gpusat_tui.model import CardProcess  # noqa: E402
 
 FAKE_TREE = ROOT / "tests" / "jobs" / "fake_tree.py"
@@ -159,18 +161,20 @@ def run_threads_case(ticks: int) -> None:
         for label, reading in (("threads off", False), ("threads on", True),
                                ("threads off", False), ("threads on", True)):
             monitor = ProcessMonitor(pids=[proc.pid], rescan_s=1e9)
-            if not reading:
-                monitor._other_threads = lambda *a: (None, None)  # type: ignore[method-assign]
+            switch = (contextlib.nullcontext() if reading else
+                      mock.patch.object(WatchedProcess, "other_threads",
+                                        lambda *a: (None, None)))
             costs: list[float] = []
             busy = None
-            for i in range(ticks + 3):
-                t0 = time.process_time()
-                report = monitor.sample()
-                spent = (time.process_time() - t0) * 1000.0
-                if i >= 3:
-                    costs.append(spent)
-                busy = report.processes[0].busy_threads if report.processes else None
-                time.sleep(0.1)
+            with switch:
+                for i in range(ticks + 3):
+                    t0 = time.process_time()
+                    report = monitor.sample()
+                    spent = (time.process_time() - t0) * 1000.0
+                    if i >= 3:
+                        costs.append(spent)
+                    busy = report.processes[0].busy_threads if report.processes else None
+                    time.sleep(0.1)
             monitor.close()
             print(f"1 trainer x 200 threads (2 busy), {label:<11}: median {median(costs):5.3f} "
                   f"ms/poll, mean {mean(costs):5.3f}, max {max(costs):5.3f}; busy read {busy}")

@@ -1,8 +1,8 @@
 """Reading processes, the portable part: what a read gives (`ProcStat`), how it fails, and
 psutil's reader for systems without Linux's ``/proc`` (`procfs.ProcfsReader` is the fast one).
 
-`processes.ProcessMonitor` decides who is a trainer and what their CPU % is; the readers only
-read. Both answer the same calls (`stat`, `scan`, `threads_named`, `run_delay_s`,
+`trainer_census` decides who is a trainer, `watched_process` what their CPU % is; the readers
+only read. Both answer the same calls (`stat`, `scan`, `threads_named`, `run_delay_s`,
 `sched_counts`, `io_counters`, `environ`, `thread_cpu_s`, `main_thread_cpu_s`,
 `thread_ids`, `cmdline`, `host_cpu`) with the
 same `ProcStat` and the same three failures (`Gone`, `Denied`, `Failed`), so the monitor never

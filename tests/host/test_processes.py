@@ -22,6 +22,7 @@ import pytest
 
 from gpusat_tui.errors import ParseError
 from gpusat_tui.host import processes as procmod
+from gpusat_tui.host import trainer_census
 from gpusat_tui.host.proc_readers import ProcStat, hidepid_from_mounts
 from gpusat_tui.host.processes import ProcessMonitor, ProcessReport
 from gpusat_tui.host.procfs import ProcfsReader, parse_proc_stat
@@ -401,7 +402,7 @@ def test_hidepid_is_named_in_the_note(
 ) -> None:
     mounts = tmp_path / "mounts"
     mounts.write_text("proc /proc proc rw,nosuid,nodev,noexec,relatime,hidepid=invisible 0 0\n")
-    monkeypatch.setattr(procmod, "MOUNTS_PATH", str(mounts))
+    monkeypatch.setattr(trainer_census, "MOUNTS_PATH", str(mounts))
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     ghost = int(Path("/proc/sys/kernel/pid_max").read_text()) + 7
     monitor = ProcessMonitor()

@@ -127,7 +127,7 @@ STAT = "cpu  4705 150 1120 16250 520 0 36 7 110 3\ncpu0 2000 75 560 8000 260 0 1
 
 
 def reference_host(times: object) -> tuple[float, float, float | None]:
-    """What `ProcessMonitor._host` made of psutil.cpu_times() before /proc/stat was read."""
+    """The totals the monitor made of psutil.cpu_times() before /proc/stat was read."""
     total = sum(times)  # type: ignore[call-overload]
     total -= getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
     iowait = getattr(times, "iowait", None)

@@ -148,7 +148,6 @@ class VerdictTracker:
         reasons (`explain` writes them). None means every key. Kinds and causes never depend
         on it.
         """
-        self._focus = focus
         t = frame.t if isinstance(frame.t, int | float) and math.isfinite(frame.t) else None
         if t is None:
             # A frame without a usable time (a hand-made or corrupt one): it counts as a poll
@@ -169,7 +168,6 @@ class VerdictTracker:
         facts = [entry[3] for entry in self._frames]
         first = self._frames[0][0]
         focus = focus if focus is None else frozenset(focus)
-        self._focus = focus
         history = self._history_start()
         # Windows whose history starts at the same frame share what is found over it.
         pasts: dict[int, History] = {}
@@ -184,10 +182,9 @@ class VerdictTracker:
         if focus is not None and JOB_KEY in focus and len(recent_ids) == 1:
             # A lone card's verdict is the job's: in focus with it.
             focus = focus | {recent_ids[0]}
-            self._focus = focus
-        # The cards whose reasons are read: those in focus; the others are judged without
+        # The cards whose reasons are read are those in focus; the others are judged without
         # words (`judge_window`).
-        words = focus
+        self._focus = focus
 
         # Each card's recent window reaches back to its last `recent_polls` fresh readings, so
         # a tool that fails every other poll (stale carried-over cards) does not flip the badge
@@ -201,24 +198,25 @@ class VerdictTracker:
             """The window from ``offset`` judged whole: a recent window finds its own lag, an
             evidence window is given the push's (`verdict.PushLag`)."""
             evidence = evidence and offset != job_recent  # there the push's lag is its own
-            given = push_lag() if evidence else None
+            given = self._push_lag if evidence else None
             start = min(offset, history)
             if self.reference:
                 return judge_window(
                     frames[start:], [frame_facts(f) for f in frames[start:]], self.thresholds,
-                    context=offset - start, words=words, given=given,
+                    context=offset - start, words=focus, given=given,
                 )
             key = (offset, evidence)
             if key not in cache:
                 cache[key] = judge_window(
                     frames[start:], facts[start:], self.thresholds, context=offset - start,
-                    history=past(start), words=words, given=given,
+                    history=past(start), words=focus, given=given,
                 )
             return cache[key]
 
-        def push_lag() -> PushLag:
-            """The lag of the job's recent window: the one every badge of this push shows."""
-            return PushLag(judgement(job_recent).lag)
+        # The job's recent window, judged first: its lag is the one every badge of this push
+        # shows, given to every evidence window (and kept for `explain`).
+        recent_job = judgement(job_recent)
+        self._push_lag = PushLag(recent_job.lag)
 
         windows: dict[int, PreparedWindow] = {}
         # Each card's evidence window starts where its own verdict was adopted, so the windows
@@ -252,7 +250,7 @@ class VerdictTracker:
                 start = min(offset, history)
                 windows[offset] = PreparedWindow(
                     frames[start:], facts[start:], self.thresholds, context=offset - start,
-                    history=past(start), given=push_lag(),
+                    history=past(start), given=self._push_lag,
                 )
             return windows[offset].card(key)
 
@@ -265,9 +263,7 @@ class VerdictTracker:
                 )
         for gone in set(shown) - set(cards) - {JOB_KEY}:
             del shown[gone]
-        recent_job = judgement(job_recent)
         self._job_cards, self._job_figures = dict(cards), recent_job.figures
-        self._push_lag = PushLag(recent_job.lag)
         job = self.badges.update(
             JOB_KEY, recent_job.assessment.job, first + job_recent, self._in_focus(JOB_KEY),
             evidence,

@@ -321,8 +321,8 @@ class PreparedWindow:
         given: PushLag | None = None,
     ) -> None:
         self._window = _Window(frames, facts, thresholds, context, history, given)
-        self._lag: Lag | None = None if given is None else given.lag
-        self._lag_done = given is not None
+        self._lag: Lag | None = None
+        self._lag_done = False
 
     def card(self, card_id: str) -> Verdict | None:
         """The card's verdict in this window (None when the window never shows the card)."""
@@ -340,6 +340,8 @@ class PreparedWindow:
         return apply_lag(card_id, verdict, self._lagging())
 
     def _lagging(self) -> Lag | None:
+        if self._window.given is not None:
+            return self._window.given.lag  # the push's: no light pass to find the active cards
         if not self._lag_done:
             window = self._window
             active: list[str] = []

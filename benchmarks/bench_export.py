@@ -29,8 +29,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.commands.export_metrics import CARD_LABELS
 from gpusat_tui.model import VERDICT_KINDS, Frame
-from gpusat_tui.sources.fleet_answers import FIGURES, frame_from_answer
-from gpusat_tui.sources.prometheus_api import decode_answer
+from gpusat_tui.sources.fleet_view.fleet_answers import FIGURES, frame_from_answer
+from gpusat_tui.sources.fleet_view.prometheus_api import decode_answer
 from tests.prom.hosts import fake_host, start_exporter
 
 
@@ -125,7 +125,7 @@ class _ScriptedAPI:
 
 
 async def bench_fleet_app(hosts: int, presses: int = 30) -> None:
-    from gpusat_tui.sources.fleet import FleetSource
+    from gpusat_tui.sources.fleet_view.fleet import FleetSource
     from gpusat_tui.ui.app import GpusatApp
 
     source = FleetSource("http://bench:9090", interval=1.0,

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpusat_tui.analysis.energy import EnergyMeter
-from gpusat_tui.host.job_reader import read_job_context
+from gpusat_tui.host.scheduler.job_reader import read_job_context
 from gpusat_tui.model import CardReading, Frame, JobContext, ProbeSample
 
 

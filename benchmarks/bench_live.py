@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.collectors.loops import loop_stream
-from gpusat_tui.sources.live import LiveSource
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
+from gpusat_tui.sources.polling.live import LiveSource
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import neuron_monitor as nm_fmt
 from tests.fakes.formats import npu_smi_watch as watch_fmt

@@ -151,7 +151,7 @@ def main() -> None:
           f"{best(publishes, args.repeat):.1f} us; file "
           f"{os.path.getsize(st.path or '')} bytes")
 
-    from gpusat_tui.host.probe_files import ProbeReader
+    from gpusat_tui.host.probes.probe_files import ProbeReader
     from gpusat_tui.model import CardReading
 
     cards = [CardReading(vendor="nvidia", index=i) for i in range(8)]

@@ -1,4 +1,4 @@
-"""CPU cost per tick of the process side (gpusat_tui.host.processes), run by hand.
+"""CPU cost per tick of the process side (gpusat_tui.host.monitor.processes), run by hand.
 
     python benchmarks/bench_processes.py [--ticks 300] [--machine 400]
 
@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from gpusat_tui.host.processes import ProcessMonitor  # noqa: E402
-from gpusat_tui.host.procfs import ProcfsReader  # noqa: E402
-from gpusat_tui.host.watched_process import WatchedProcess  # noqa: E402
+from gpusat_tui.host.monitor.processes import ProcessMonitor  # noqa: E402
+from gpusat_tui.host.monitor.procfs import ProcfsReader  # noqa: E402
+from gpusat_tui.host.monitor.watched_process import WatchedProcess  # noqa: E402
 from gpusat_tui.model import CardProcess  # noqa: E402
 
 FAKE_TREE = ROOT / "tests" / "jobs" / "fake_tree.py"

@@ -40,7 +40,7 @@ from gpusat_tui.model import (  # noqa: E402
     HostSample,
     ProcessSample,
 )
-from gpusat_tui.sources.recorder import Recorder, make_header  # noqa: E402
+from gpusat_tui.sources.recording.recorder import Recorder, make_header  # noqa: E402
 
 T0 = 1_767_225_600.0
 
@@ -164,7 +164,7 @@ def run_measured(cmd: list[str]) -> tuple[float, float, str]:
 _FIRST_FRAME = """
 import asyncio, sys, time
 t_start = time.perf_counter()
-from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.sources.recording.replay import ReplaySource
 async def main():
     t_open = time.perf_counter()
     src = ReplaySource(sys.argv[1], realtime=False, hold_at_end=False)

@@ -232,7 +232,7 @@ def breakdown(root: Path, polls: int = 20) -> None:
     import os
 
     from gpusat_tui.analysis.tracker import VerdictTracker
-    from gpusat_tui.sources.live import LiveSource
+    from gpusat_tui.sources.polling.live import LiveSource
 
     fake = make_bin(root / "breakdown", hung=False)
     old_path = os.environ.get("PATH", "")

@@ -15,7 +15,7 @@ from gpusat_tui.model import (
     RecordingHeader,
     ToolError,
 )
-from gpusat_tui.sources.recorder import Recorder
+from gpusat_tui.sources.recording.recorder import Recorder
 
 
 def rich_frame(seq: int, t0: float = 1_700_000_000.0, dt: float = 1.0, cards: int = 2) -> Frame:

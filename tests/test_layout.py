@@ -104,7 +104,31 @@ def test_a_lower_layer_importing_a_higher_breaks_the_layers(planted: Path) -> No
     out = _said(result)
     assert result.returncode != 0, out
     assert re.search(r"Layers: entry, commands, UI, sources, .* BROKEN", out, re.S), out
-    assert "gpusat_tui.host.planted_up -> gpusat_tui.sources.codec" in out
+    assert "gpusat_tui.host.planted_up -> gpusat_tui.sources.recording.codec" in out
+
+
+@pytest.mark.parametrize(
+    ("planted_in", "imported", "contract"),
+    [
+        ("sources/recording", "gpusat_tui.sources.polling.live", "Sources: build over three rooms"),
+        ("sources/fleet_view", "gpusat_tui.sources.recording.reader",
+         "Sources: build over three rooms"),
+        ("host/probes", "gpusat_tui.host.monitor.procfs", "Host: the process monitor and the probe"),
+        ("host/scheduler", "gpusat_tui.host.probes.probe_files",
+         "Host: the process monitor and the probe"),
+    ],
+)
+def test_an_import_across_rooms_breaks_their_contract(
+    planted: Path, planted_in: str, imported: str, contract: str
+) -> None:
+    _plant(planted, f"gpusat_tui/{planted_in}/planted_across.py",
+           f'"""Planted."""\n\nimport {imported}\n\nM = {imported}\n')
+    result = _lint_imports(planted)
+    out = _said(result)
+    assert result.returncode != 0, out
+    assert re.search(re.escape(contract) + r".*BROKEN", out, re.S), out
+    planted_module = "gpusat_tui." + planted_in.replace("/", ".") + ".planted_across"
+    assert f"{planted_module} -> {imported}" in out, out
 
 
 def test_textual_in_the_judgement_breaks_the_contracts(planted: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpusat_tui.sources.fleet import HISTORY_FIGURES, instant_query, selector
+from gpusat_tui.sources.fleet_view.fleet import HISTORY_FIGURES, instant_query, selector
 from tests.prom.hosts import fake_host, start_exporter
 from tests.prom.server import prometheus
 

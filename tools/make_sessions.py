@@ -35,8 +35,8 @@ if str(REPO) not in sys.path:
 
 from gpusat_tui.collectors import all_specs  # noqa: E402
 from gpusat_tui.model import Frame  # noqa: E402
-from gpusat_tui.sources.reader import read_recording  # noqa: E402
-from gpusat_tui.sources.recorder import Recorder  # noqa: E402
+from gpusat_tui.sources.recording.reader import read_recording  # noqa: E402
+from gpusat_tui.sources.recording.recorder import Recorder  # noqa: E402
 from tests.fakes.tool import FakeBin, Step  # noqa: E402
 from tests.scenarios import (  # noqa: E402
     SCENARIOS,

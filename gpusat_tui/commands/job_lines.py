@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from gpusat_tui.analysis.energy import format_energy
 from gpusat_tui.commands.check_schema import CheckCard, CheckEnergy, CheckJob
-from gpusat_tui.host.jobs import job_label
+from gpusat_tui.host.scheduler.jobs import job_label
 from gpusat_tui.text import clean
 
 __all__ = ["energy_line", "job_words", "total_energy_line"]

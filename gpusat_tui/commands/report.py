@@ -46,9 +46,14 @@ from gpusat_tui.commands.session_report import (
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Assessment, Frame, RecordingHeader
 from gpusat_tui.output import emit, say
-from gpusat_tui.sources.codec import stream_size
-from gpusat_tui.sources.poll_order import PollOrder
-from gpusat_tui.sources.reader import FrameReader, RecordingPaths, last_frame, read_recording
+from gpusat_tui.sources.recording.codec import stream_size
+from gpusat_tui.sources.recording.poll_order import PollOrder
+from gpusat_tui.sources.recording.reader import (
+    FrameReader,
+    RecordingPaths,
+    last_frame,
+    read_recording,
+)
 
 __all__ = ["EXACT_CARD_POLLS", "MAX_WINDOWS", "analyse", "run_report"]
 

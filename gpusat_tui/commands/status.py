@@ -183,8 +183,8 @@ def quick_poll(options: StatusOptions) -> JobStatus | None:
     from gpusat_tui.analysis.tracker import VerdictTracker
     from gpusat_tui.errors import ToolMissing
     from gpusat_tui.notify.status_file import summarise
-    from gpusat_tui.sources.live import LiveSource
-    from gpusat_tui.sources.procs import kill_running_tools
+    from gpusat_tui.sources.polling.live import LiveSource
+    from gpusat_tui.sources.polling.procs import kill_running_tools
 
     # The hard limit, whatever hangs (discovery included): kill the tools, print, exit.
     def give_up() -> None:

@@ -1,3 +1,2 @@
-"""What the monitor reads of this host's processes: trainers and their workers (`processes`,
-read through `procfs` on Linux or `proc_readers.PsutilReader` elsewhere), and the files the
-in-trainer probe publishes (`probe_files`)."""
+"""What the monitor reads of this host: its trainers and their workers (`monitor`), the files
+the in-trainer probe publishes (`probes`), and each process's job and launcher (`scheduler`)."""

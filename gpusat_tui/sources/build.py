@@ -16,7 +16,7 @@ from gpusat_tui.sources.options import RecordOptions, SourceOptions
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.fleet import FleetTracker
-    from gpusat_tui.sources.live import LiveSource
+    from gpusat_tui.sources.polling.live import LiveSource
 
 #: The bundled demo session replayed by ``--fallback-demo`` (package data).
 DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
@@ -54,7 +54,7 @@ def live_source(options: SourceOptions) -> LiveSource:
     """A live source over the tools found. With none but a probed trainer publishing, a source
     of the host and the probe files alone (`LiveSource.use_probes_only`). Raises `ToolMissing`
     (it says where it looked) when there is neither."""
-    from gpusat_tui.sources.live import LiveSource
+    from gpusat_tui.sources.polling.live import LiveSource
 
     poll = options.poll
     source = LiveSource(
@@ -82,14 +82,14 @@ def build_source(
     """
     built: BuiltSource
     if options.prometheus:
-        from gpusat_tui.sources.fleet import build_fleet
+        from gpusat_tui.sources.fleet_view.fleet import build_fleet
 
         source, tracker = build_fleet(options.prometheus, options.match,
                                       options.poll.interval_s)
         source.history = fleet_history
         built = BuiltSource(source, tracker=tracker, interval_s=options.poll.interval_s)
     elif options.replay:
-        from gpusat_tui.sources.replay import ReplaySource
+        from gpusat_tui.sources.recording.replay import ReplaySource
 
         built = BuiltSource(ReplaySource(list(options.replay), speed=options.speed,
                                          follow=options.follow))
@@ -102,7 +102,7 @@ def build_source(
         except ToolMissing:
             if not options.fallback_demo:
                 raise
-            from gpusat_tui.sources.replay import ReplaySource
+            from gpusat_tui.sources.recording.replay import ReplaySource
 
             built = BuiltSource(ReplaySource(DEMO_SESSION, speed=options.speed),
                                 banner=DEMO_BANNER)
@@ -126,7 +126,7 @@ def recording_source(
 
     Raises `RecordingError` when the file cannot be opened or exists without ``--force`` /
     ``--append``. A write that fails later stops the recording only (``failure``)."""
-    from gpusat_tui.sources.recorder import RecordingSource, make_header
+    from gpusat_tui.sources.recording.recorder import RecordingSource, make_header
 
     tools: dict[str, str | None] = dict(getattr(source, "versions", None) or {})
     for tool in getattr(source, "tools", None) or {}:

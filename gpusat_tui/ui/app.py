@@ -254,7 +254,7 @@ class GpusatApp(App[int]):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
     def _exit_on_signal(self, sig: int) -> None:
-        from gpusat_tui.sources.procs import kill_running_tools
+        from gpusat_tui.sources.polling.procs import kill_running_tools
 
         kill_running_tools()  # first, and synchronously: nothing below may be reached
         # Textual's shutdown writes to the terminal, which a closed pane no longer drains:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from gpusat_tui.analysis.job import JOB_KEY
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.model import CardReading, Frame, HostSample, ProbeSample, ProcessSample
-from gpusat_tui.sources.reader import read_recording
+from gpusat_tui.sources.recording.reader import read_recording
 
 SESSIONS = Path(__file__).resolve().parents[2] / "samples" / "sessions"
 

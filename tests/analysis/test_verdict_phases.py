@@ -14,8 +14,8 @@ import pytest
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge
-from gpusat_tui.host.launch_env import parse_environ, world_of
-from gpusat_tui.host.procfs import parse_proc_io, parse_schedstat_counts
+from gpusat_tui.host.monitor.procfs import parse_proc_io, parse_schedstat_counts
+from gpusat_tui.host.scheduler.launch_env import parse_environ, world_of
 from gpusat_tui.model import CardReading, Frame, HostSample, ProbeSample, ProcessSample
 from gpusat_tui.ui.widgets.processes import probe_summary
 

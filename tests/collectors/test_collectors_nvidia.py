@@ -450,7 +450,7 @@ def _refusing(field: str | None, card: FakeCard) -> list[Step]:
 def test_old_driver_refusing_the_reason_field_drops_it_and_keeps_the_cards(
     fake_bin: Any, refused_field: str | None, used: str | None, throttle: str | None,
 ) -> None:
-    from gpusat_tui.sources.live import LiveSource
+    from gpusat_tui.sources.polling.live import LiveSource
 
     (spec,) = nvidia_smi.SPECS
     card = FakeCard(0, name="NVIDIA H200", util_pct=99, power_w=699, power_cap_w=700,
@@ -484,7 +484,7 @@ def test_old_driver_refusing_the_reason_field_drops_it_and_keeps_the_cards(
 def test_a_transient_failure_does_not_drop_the_reason_field(fake_bin: Any) -> None:
     """A failure that does not name the field (driver busy) falls back to the table as before,
     without trying the csv links meant for old drivers."""
-    from gpusat_tui.sources.live import LiveSource
+    from gpusat_tui.sources.polling.live import LiveSource
 
     (spec,) = nvidia_smi.SPECS
     card = FakeCard(0, name="NVIDIA H200", util_pct=99)

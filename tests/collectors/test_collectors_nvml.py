@@ -19,7 +19,7 @@ from gpusat_tui.collectors import nvidia_smi, nvml
 from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
 from gpusat_tui.errors import ToolFailed, ToolMissing
 from gpusat_tui.model import CardReading, split_reasons
-from gpusat_tui.sources.live import LiveSource
+from gpusat_tui.sources.polling.live import LiveSource
 from tests.collector_helpers import read_sample, samples_dir
 from tests.fakes.pynvml import FakeGpu, FakeMig, FakeNvml, FakeProc
 

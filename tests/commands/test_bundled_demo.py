@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.model import Frame
-from gpusat_tui.sources.replay import read_recording
+from gpusat_tui.sources.recording.replay import read_recording
 
 DEMO = Path(str(files("gpusat_tui") / "data" / "demo.jsonl"))
 ROOT = Path(__file__).resolve().parents[2]

@@ -326,7 +326,7 @@ def test_human_summary_lists_cards_errors_and_the_verdict(fake_bin: FakeBin) -> 
 
 
 def test_record_writes_a_replayable_file(fake_bin: FakeBin, tmp_path: Path) -> None:
-    from gpusat_tui.sources.reader import read_recording
+    from gpusat_tui.sources.recording.reader import read_recording
 
     fake_bin.add_for_spec(spec_named("hy-smi"), SCENARIO)
     out = tmp_path / "run.jsonl"
@@ -351,7 +351,7 @@ def test_record_to_an_unwritable_file_is_a_usage_error(fake_bin: FakeBin, tmp_pa
 
 def test_check_and_live_source_do_not_import_textual() -> None:
     code = (
-        "import sys, gpusat_tui.commands.check, gpusat_tui.sources.live, gpusat_tui.cli, "
+        "import sys, gpusat_tui.commands.check, gpusat_tui.sources.polling.live, gpusat_tui.cli, "
         "gpusat_tui.analysis.stats, gpusat_tui.collectors; gpusat_tui.collectors.all_specs(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_plotext')))"
     )

@@ -37,7 +37,7 @@ import pytest
 
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.sources.replay import read_recording
+from gpusat_tui.sources.recording.replay import read_recording
 from tests.commands.test_check_verdicts import (
     REPO,
     processes_of,

@@ -44,7 +44,7 @@ import pytest
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
-from gpusat_tui.sources.reader import read_recording
+from gpusat_tui.sources.recording.reader import read_recording
 from tests.fakes import FakeProcess
 from tests.fakes.tool import FakeBin, Step
 from tests.scenarios import SCENARIOS, TRAINER_PID, Expectation, Scenario

@@ -94,7 +94,7 @@ def test_check_with_stdout_closed_still_records(fake_bin: FakeBin, tmp_path: Pat
                stdout=None, env=fake_bin.env(), preexec=_close_stdout)
     assert run.returncode == 74
     assert "stdout is closed" in run.stderr
-    from gpusat_tui.sources.reader import read_recording
+    from gpusat_tui.sources.recording.reader import read_recording
 
     _, reader = read_recording(out)
     assert len(list(reader)) >= 2 and reader.skipped == 0

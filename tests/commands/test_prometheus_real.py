@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.sources.fleet import build_fleet
+from gpusat_tui.sources.fleet_view.fleet import build_fleet
 from gpusat_tui.ui.app import GpusatApp
 from tests.conftest import leftover_processes
 from tests.prom.hosts import Exporter, fake_host, start_exporter

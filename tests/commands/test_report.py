@@ -16,7 +16,7 @@ from gpusat_tui.commands.report import analyse
 from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.commands.session_report import ReportCard, ReportJSON
 from gpusat_tui.errors import RecordingError
-from gpusat_tui.sources.recorder import Recorder, make_header
+from gpusat_tui.sources.recording.recorder import Recorder, make_header
 from tests.recording_helpers import header, load_make_sessions, simple_frame, write_recording
 from tests.scenarios import SCENARIOS, Scenario
 

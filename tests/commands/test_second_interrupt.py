@@ -20,7 +20,7 @@ import pytest
 
 from gpusat_tui.collectors.nvidia_smi import SPECS
 from gpusat_tui.errors import RecordingError
-from gpusat_tui.sources.reader import read_recording
+from gpusat_tui.sources.recording.reader import read_recording
 from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.host.job_reader import read_job_context
-from gpusat_tui.host.jobs import (
+from gpusat_tui.host.monitor.processes import ProcessMonitor
+from gpusat_tui.host.scheduler.job_reader import read_job_context
+from gpusat_tui.host.scheduler.jobs import (
     add_probe_cards,
     job_context,
     job_label,
@@ -21,7 +22,6 @@ from gpusat_tui.host.jobs import (
     parse_cgroup,
     parse_environ,
 )
-from gpusat_tui.host.processes import ProcessMonitor
 from gpusat_tui.model import Frame, JobContext, ProbeSample
 
 POD_UID = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.host.probe_files import ProbePoller, ProbeReader
-from gpusat_tui.host.probe_notes import SUMMARY_AFTER
-from gpusat_tui.host.probe_writer import is_python, writer_refusal
+from gpusat_tui.host.probes.probe_files import ProbePoller, ProbeReader
+from gpusat_tui.host.probes.probe_notes import SUMMARY_AFTER
+from gpusat_tui.host.probes.probe_writer import is_python, writer_refusal
 from gpusat_tui.model import CardReading
 from gpusat_tui.probe.layout import file_name
 

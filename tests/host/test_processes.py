@@ -21,11 +21,11 @@ import psutil
 import pytest
 
 from gpusat_tui.errors import ParseError
-from gpusat_tui.host import processes as procmod
-from gpusat_tui.host import trainer_census
-from gpusat_tui.host.proc_readers import ProcStat, hidepid_from_mounts
-from gpusat_tui.host.processes import ProcessMonitor, ProcessReport
-from gpusat_tui.host.procfs import ProcfsReader, parse_proc_stat
+from gpusat_tui.host.monitor import processes as procmod
+from gpusat_tui.host.monitor import trainer_census
+from gpusat_tui.host.monitor.proc_readers import ProcStat, hidepid_from_mounts
+from gpusat_tui.host.monitor.processes import ProcessMonitor, ProcessReport
+from gpusat_tui.host.monitor.procfs import ProcfsReader, parse_proc_stat
 from gpusat_tui.model import CardProcess, ProcessSample
 from tests.proctree import kill_group, subreaper
 

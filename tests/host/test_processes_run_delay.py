@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpusat_tui.host.processes import ProcessMonitor
-from gpusat_tui.host.procfs import parse_schedstat
+from gpusat_tui.host.monitor.processes import ProcessMonitor
+from gpusat_tui.host.monitor.procfs import parse_schedstat
 
 SPIN = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"
 SLEEP = "import time; time.sleep(20)"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.errors import ParseError
-from gpusat_tui.host.processes import ProcessMonitor
-from gpusat_tui.host.procfs import ProcfsReader
-from gpusat_tui.host.task_threads import (
+from gpusat_tui.host.monitor.processes import ProcessMonitor
+from gpusat_tui.host.monitor.procfs import ProcfsReader
+from gpusat_tui.host.monitor.task_threads import (
     ThreadCensus,
     other_threads_cpu_s,
     parse_task_stat,

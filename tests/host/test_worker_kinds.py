@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.host.processes import ProcessMonitor
-from gpusat_tui.host.worker_kinds import child_kind
+from gpusat_tui.host.monitor.processes import ProcessMonitor
+from gpusat_tui.host.monitor.worker_kinds import child_kind
 from tests.proctree import kill_group, subreaper
 
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "unnamed_workers_job.py"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.collectors import all_specs
-from gpusat_tui.host.processes import ProcessMonitor
+from gpusat_tui.host.monitor.processes import ProcessMonitor
 from tests.commands.test_check_probe import BUSY, check
 from tests.fakes.tool import FakeBin
 from tests.probe.test_probe_jobs import probe_share, waited_by

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from gpusat_tui.collectors import all_specs
-from gpusat_tui.host.processes import ProcessMonitor
+from gpusat_tui.host.monitor.processes import ProcessMonitor
 from gpusat_tui.probe.trainer_hooks import DISPATCHED
 from tests.commands.test_check_probe import BUSY, check
 from tests.fakes.tool import FakeBin

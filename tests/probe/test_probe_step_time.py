@@ -47,7 +47,7 @@ def test_a_step_longer_than_the_interval_reads_its_own_length(private_probe_dir:
 
 
 def _sample(doc: dict) -> ProbeSample:
-    from gpusat_tui.host.probe_files import sample_of
+    from gpusat_tui.host.probes.probe_files import sample_of
 
     return sample_of(doc, doc["t"], "nvidia:0", "device")
 

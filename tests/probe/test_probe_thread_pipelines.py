@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.collectors import all_specs
-from gpusat_tui.host.processes import ProcessMonitor
+from gpusat_tui.host.monitor.processes import ProcessMonitor
 from tests.commands.test_check_probe import check
 from tests.fakes.tool import FakeBin, FakeCard
 from tests.probe.test_probe_iterators import need

@@ -13,7 +13,7 @@ import pytest
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.errors import ToolMissing
-from gpusat_tui.sources.live import LiveSource
+from gpusat_tui.sources.polling.live import LiveSource
 from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from gpusat_tui.sources.fleet import FleetSource
-from gpusat_tui.sources.prometheus_api import FleetError, PrometheusAPI
+from gpusat_tui.sources.fleet_view.fleet import FleetSource
+from gpusat_tui.sources.fleet_view.prometheus_api import FleetError, PrometheusAPI
 from tests.prom.hostile import MODES, HostileServer
 from tests.prom.hosts import REPO
 

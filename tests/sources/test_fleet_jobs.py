@@ -7,7 +7,11 @@ from typing import Any
 
 from gpusat_tui.commands.export_metrics import ExportState
 from gpusat_tui.model import Assessment, CardReading, Frame, JobContext
-from gpusat_tui.sources.fleet_answers import frame_from_answer, group_by_job, instant_query
+from gpusat_tui.sources.fleet_view.fleet_answers import (
+    frame_from_answer,
+    group_by_job,
+    instant_query,
+)
 from tests.prom.exposition import exposed_samples
 
 T0 = 1_767_225_600.0

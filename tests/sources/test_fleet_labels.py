@@ -17,9 +17,13 @@ import pytest
 
 from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.model import CardReading, host_in_id
-from gpusat_tui.sources.fleet import FleetSource
-from gpusat_tui.sources.fleet_answers import RemoteVerdict, clean_label, frame_from_answer
-from gpusat_tui.sources.prometheus_api import decode_answer
+from gpusat_tui.sources.fleet_view.fleet import FleetSource
+from gpusat_tui.sources.fleet_view.fleet_answers import (
+    RemoteVerdict,
+    clean_label,
+    frame_from_answer,
+)
+from gpusat_tui.sources.fleet_view.prometheus_api import decode_answer
 from tests.prom.hosts import REPO
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "prometheus" / "instant.json"

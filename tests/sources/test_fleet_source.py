@@ -18,15 +18,15 @@ from gpusat_tui.analysis.fleet import FleetTracker, lagging_hosts
 from gpusat_tui.commands.export_metrics import ExportState
 from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
-from gpusat_tui.sources.fleet import FleetSource, build_fleet
-from gpusat_tui.sources.fleet_answers import (
+from gpusat_tui.sources.fleet_view.fleet import FleetSource, build_fleet
+from gpusat_tui.sources.fleet_view.fleet_answers import (
     RemoteVerdict,
     clean_label,
     frame_from_answer,
     history_frames,
     instant_query,
 )
-from gpusat_tui.sources.prometheus_api import (
+from gpusat_tui.sources.fleet_view.prometheus_api import (
     FleetError,
     PrometheusAPI,
     decode_answer,

@@ -18,9 +18,10 @@ import pytest
 from gpusat_tui.collectors.base import Query, ToolReading, ToolSpec
 from gpusat_tui.errors import ParseError, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, HostSample, ProcessSample, ToolError
-from gpusat_tui.sources import FrameSource, live, procs, tool_queries
-from gpusat_tui.sources.live import LiveSource
+from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
+from gpusat_tui.sources.polling import live, procs, tool_queries
+from gpusat_tui.sources.polling.live import LiveSource
 from tests.conftest import leftover_processes, zombie_children
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.tool import FakeBin, Step

@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from gpusat_tui.collectors import nvidia_smi
 from gpusat_tui.collectors.base import NA_TOKENS, num
 from gpusat_tui.collectors.records import LineRecords, RowGroups
-from gpusat_tui.host import processes
-from gpusat_tui.host.proc_readers import PsutilReader
-from gpusat_tui.host.processes import ProcessMonitor, ProcessReport
-from gpusat_tui.host.procfs import ProcfsReader
+from gpusat_tui.host.monitor import processes
+from gpusat_tui.host.monitor.proc_readers import PsutilReader
+from gpusat_tui.host.monitor.processes import ProcessMonitor, ProcessReport
+from gpusat_tui.host.monitor.procfs import ProcfsReader
 from gpusat_tui.model import CardProcess, HostSample, ProcessSample
-from gpusat_tui.sources.streams import SETTLE_S, ToolStream
+from gpusat_tui.sources.polling.streams import SETTLE_S, ToolStream
 from tests.fakes.tool import FakeBin
 from tests.sources.test_live import MAIN, card, source, toy_render, toy_spec
 

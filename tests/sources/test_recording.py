@@ -20,8 +20,8 @@ from gpusat_tui.collectors import all_specs
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
-from gpusat_tui.sources.reader import read_recording
-from gpusat_tui.sources.recorder import Recorder, RecordingSource, make_header
+from gpusat_tui.sources.recording.reader import read_recording
+from gpusat_tui.sources.recording.recorder import Recorder, RecordingSource, make_header
 from tests.fakes.tool import FakeBin, Step
 from tests.recording_helpers import ListSource, header, rich_frame, write_recording
 from tests.scenarios import SCENARIOS, Scenario
@@ -197,7 +197,7 @@ _RECORDING_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
     from gpusat_tui.model import CardReading, Frame
-    from gpusat_tui.sources.recorder import RecordingSource, make_header
+    from gpusat_tui.sources.recording.recorder import RecordingSource, make_header
 
     class Busy:
         label = "busy"

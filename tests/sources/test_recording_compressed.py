@@ -24,12 +24,12 @@ from gpusat_tui import cli
 from gpusat_tui.commands.report import analyse
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.sources import blockfile
-from gpusat_tui.sources.blockfile import format_for_name, part_path, sniff
-from gpusat_tui.sources.codec import session_paths
-from gpusat_tui.sources.reader import read_recording
-from gpusat_tui.sources.recorder import Recorder, make_header
-from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.sources.recording import blockfile
+from gpusat_tui.sources.recording.blockfile import format_for_name, part_path, sniff
+from gpusat_tui.sources.recording.codec import session_paths
+from gpusat_tui.sources.recording.reader import read_recording
+from gpusat_tui.sources.recording.recorder import Recorder, make_header
+from gpusat_tui.sources.recording.replay import ReplaySource
 from tests.recording_helpers import rich_frame
 
 REPO = Path(__file__).resolve().parents[2]
@@ -223,9 +223,9 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {repo!r})
-    from gpusat_tui.sources import blockfile
+    from gpusat_tui.sources.recording import blockfile
     blockfile.BLOCK_BYTES = 8 * 1024
-    from gpusat_tui.sources.recorder import Recorder, make_header
+    from gpusat_tui.sources.recording.recorder import Recorder, make_header
     from tests.recording_helpers import rich_frame
     max_bytes = int(sys.argv[2]) or None
     with Recorder(sys.argv[1], make_header({{}}, 1.0), max_bytes=max_bytes) as rec:

@@ -18,8 +18,8 @@ import pytest
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame, RecordingHeader
-from gpusat_tui.sources.reader import read_recording
-from gpusat_tui.sources.recorder import Recorder, RecordingSource
+from gpusat_tui.sources.recording.reader import read_recording
+from gpusat_tui.sources.recording.recorder import Recorder, RecordingSource
 from tests.fakes.tool import FakeBin, Step
 from tests.recording_helpers import ListSource, header, rich_frame, write_recording
 from tests.scenarios import SCENARIOS

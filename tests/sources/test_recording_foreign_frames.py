@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from gpusat_tui.sources.reader import read_recording
+from gpusat_tui.sources.recording.reader import read_recording
 from tests.recording_helpers import header, rich_frame
 
 REPO = Path(__file__).resolve().parents[2]
@@ -177,7 +177,7 @@ def test_a_gzip_file_cut_mid_member_counts_the_torn_line(tmp_path: Path) -> None
 
 def test_an_unfinished_block_of_our_own_writer_is_not_a_cut(tmp_path: Path) -> None:
     """This project's writer flushes a block per line: a file that stops there lost nothing."""
-    from gpusat_tui.sources.recorder import Recorder, make_header
+    from gpusat_tui.sources.recording.recorder import Recorder, make_header
 
     path = tmp_path / "run.jsonl.zst"
     rec = Recorder(path, make_header({"hy-smi": "1.0"}, 1.0))

@@ -16,8 +16,13 @@ from gpusat_tui.commands.report import analyse
 from gpusat_tui.commands.report_text import render_text
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import CardReading, Frame
-from gpusat_tui.sources.reader import MAX_HEADER_BYTES, MAX_LINE_BYTES, FrameReader, read_recording
-from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.sources.recording.reader import (
+    MAX_HEADER_BYTES,
+    MAX_LINE_BYTES,
+    FrameReader,
+    read_recording,
+)
+from gpusat_tui.sources.recording.replay import ReplaySource
 from tests.recording_helpers import header, rich_frame, write_recording
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +84,7 @@ def test_header_cap_is_what_the_readme_says() -> None:
 
 def test_an_overlong_frame_line_is_skipped_and_counted(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusat_tui.sources.reader as reader_module
+    import gpusat_tui.sources.recording.reader as reader_module
 
     monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 4096)
     path = write_recording(tmp_path / "run.jsonl", [rich_frame(0)])
@@ -102,7 +107,7 @@ def test_reader_memory_stays_bounded_on_a_growing_file_without_newlines(tmp_path
     # mark across fork and exec (Linux keeps it), hundreds of MiB once torch is imported.
     code = (
         "import sys\n"
-        "from gpusat_tui.sources.replay import read_recording\n"
+        "from gpusat_tui.sources.recording.replay import read_recording\n"
         "_, r = read_recording(sys.argv[1])\n"
         "n = sum(1 for _ in r)\n"
         "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui import model
-from gpusat_tui.sources.reader import read_recording
+from gpusat_tui.sources.recording.reader import read_recording
 
 RECORDING_V1_FIELDS = {
     model.RecordingHeader: {

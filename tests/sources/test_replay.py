@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame
 from gpusat_tui.sources import FrameSource
-from gpusat_tui.sources.reader import read_recording
-from gpusat_tui.sources.replay import MAX_GAP_INTERVALS, SPEEDS, ReplaySource
+from gpusat_tui.sources.recording.reader import read_recording
+from gpusat_tui.sources.recording.replay import MAX_GAP_INTERVALS, SPEEDS, ReplaySource
 from tests.recording_helpers import header, rich_frame, simple_frame, write_recording
 
 

@@ -15,8 +15,8 @@ import pytest
 
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.commands.report import analyse
-from gpusat_tui.sources.recorder import Recorder, make_header
-from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.sources.recording.recorder import Recorder, make_header
+from gpusat_tui.sources.recording.replay import ReplaySource
 from tests.recording_helpers import rich_frame
 
 T0 = 1_700_000_000.0

@@ -19,9 +19,9 @@ from gpusat_tui.collectors.base import Query, Stream, ToolReading, ToolSpec
 from gpusat_tui.collectors.records import LineRecords, RowGroups
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading, Frame
-from gpusat_tui.sources import procs, stream_poll, streams
-from gpusat_tui.sources.live import LiveSource
-from gpusat_tui.sources.streams import ToolStream
+from gpusat_tui.sources.polling import procs, stream_poll, streams
+from gpusat_tui.sources.polling.live import LiveSource
+from gpusat_tui.sources.polling.streams import ToolStream
 from tests.conftest import leftover_processes, zombie_children
 from tests.fakes.stream import Run, write_fake_stream
 from tests.fakes.tool import FakeBin

@@ -12,9 +12,9 @@ from gpusat_tui.commands.dashboard import build_app, run_app
 from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.model import Frame, RecordingHeader
 from gpusat_tui.sources import build as build_module
-from gpusat_tui.sources.live import LiveSource
-from gpusat_tui.sources.recorder import Recorder
-from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.sources.polling.live import LiveSource
+from gpusat_tui.sources.recording.recorder import Recorder
+from gpusat_tui.sources.recording.replay import ReplaySource
 from gpusat_tui.ui.app import GpusatApp
 from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin

@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 from gpusat_tui.analysis.fleet import FleetTracker
-from gpusat_tui.sources.fleet import FleetSource
-from gpusat_tui.sources.fleet_answers import FIGURES
-from gpusat_tui.sources.prometheus_api import FleetError, decode_answer
+from gpusat_tui.sources.fleet_view.fleet import FleetSource
+from gpusat_tui.sources.fleet_view.fleet_answers import FIGURES
+from gpusat_tui.sources.fleet_view.prometheus_api import FleetError, decode_answer
 from gpusat_tui.ui.app import GpusatApp
 from tests.ui.conftest import screen_text, settle
 

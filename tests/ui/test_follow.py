@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpusat_tui.sources.recorder import Recorder, make_header
-from gpusat_tui.sources.replay import ReplaySource
+from gpusat_tui.sources.recording.recorder import Recorder, make_header
+from gpusat_tui.sources.recording.replay import ReplaySource
 from gpusat_tui.ui.app import GpusatApp
 from tests.recording_helpers import rich_frame
 from tests.ui.conftest import FixedTracker, screen_text, settle

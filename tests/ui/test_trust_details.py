@@ -12,7 +12,7 @@ from gpusat_tui.commands.dashboard import build_app, run_app
 from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame, RecordingHeader
-from gpusat_tui.sources.recorder import Recorder
+from gpusat_tui.sources.recording.recorder import Recorder
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.widgets.screens import HELP, HELP_TEXT_WIDTH, no_tool_text
 from tests.fakes.tool import FakeBin

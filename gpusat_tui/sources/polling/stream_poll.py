@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from gpusat_tui.collectors.base import Query, Stream, ToolReading, ToolSpec
 from gpusat_tui.errors import ParseError
-from gpusat_tui.sources.procs import MAX_OUTPUT_BYTES, ToolFailed, ToolRefused
-from gpusat_tui.sources.streams import Record, ToolStream
+from gpusat_tui.sources.polling.procs import MAX_OUTPUT_BYTES, ToolFailed, ToolRefused
+from gpusat_tui.sources.polling.streams import Record, ToolStream
 
 __all__ = [
     "STREAM_FIRST_BACKOFF_S",

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpusat_tui.collectors.records import Framer
-from gpusat_tui.sources import procs
+from gpusat_tui.sources.polling import procs
 
 __all__ = ["MAX_BACKOFF_S", "RESET_AFTER_S", "Record", "ToolStream", "stop_all_streams"]
 

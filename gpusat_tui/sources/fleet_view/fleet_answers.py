@@ -28,7 +28,7 @@ from gpusat_tui.model import (
     is_vendor,
     is_verdict_kind,
 )
-from gpusat_tui.sources.prometheus_api import selector
+from gpusat_tui.sources.fleet_view.prometheus_api import selector
 from gpusat_tui.text import clean
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import pwd
 
-from gpusat_tui.host.jobs import job_context
+from gpusat_tui.host.scheduler.jobs import job_context
 from gpusat_tui.model import JobContext
 
 __all__ = ["read_job_context"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, Protocol
 
-from gpusat_tui.sources.compressed_frames import walk_frames
+from gpusat_tui.sources.recording.compressed_frames import walk_frames
 
 __all__ = [
     "BLOCK_BYTES",

@@ -15,9 +15,16 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from gpusat_tui.host.proc_readers import Denied, Failed, Gone, ProcIO, ProcStat, PsutilReader
-from gpusat_tui.host.procfs import ProcfsReader
-from gpusat_tui.host.task_threads import CENSUS_MIN_PCT, ThreadCensus, other_threads_cpu_s
+from gpusat_tui.host.monitor.proc_readers import (
+    Denied,
+    Failed,
+    Gone,
+    ProcIO,
+    ProcStat,
+    PsutilReader,
+)
+from gpusat_tui.host.monitor.procfs import ProcfsReader
+from gpusat_tui.host.monitor.task_threads import CENSUS_MIN_PCT, ThreadCensus, other_threads_cpu_s
 from gpusat_tui.model import JobContext, ProcessRole, ProcessSample
 
 __all__ = ["PIN_THREAD_NAME", "WatchedProcess"]

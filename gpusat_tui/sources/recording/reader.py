@@ -51,8 +51,8 @@ from gpusat_tui.model import (
     RecordingHeader,
     ToolError,
 )
-from gpusat_tui.sources.closing import ClosedOnExit
-from gpusat_tui.sources.codec import (
+from gpusat_tui.sources.recording.closing import ClosedOnExit
+from gpusat_tui.sources.recording.codec import (
     open_logical,
     open_regular,
     open_stream,

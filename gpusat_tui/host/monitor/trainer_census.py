@@ -32,10 +32,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from gpusat_tui.host.proc_readers import ProcStat, PsutilReader, hidepid_from_mounts
-from gpusat_tui.host.process_report import ProcessReport, SaidOnce
-from gpusat_tui.host.procfs import PROC_ROOT, ProcfsReader
-from gpusat_tui.host.worker_kinds import child_kind
+from gpusat_tui.host.monitor.proc_readers import ProcStat, PsutilReader, hidepid_from_mounts
+from gpusat_tui.host.monitor.process_report import ProcessReport, SaidOnce
+from gpusat_tui.host.monitor.procfs import PROC_ROOT, ProcfsReader
+from gpusat_tui.host.monitor.worker_kinds import child_kind
 
 __all__ = ["MOUNTS_PATH", "WORKER_NAME", "TrainerCensus"]
 

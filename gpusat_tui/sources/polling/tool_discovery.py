@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from gpusat_tui.collectors.base import ToolReading, ToolSpec
 from gpusat_tui.collectors.discovery import find_executable
 from gpusat_tui.errors import ToolMissing
-from gpusat_tui.sources.stream_poll import StreamPoll, stream_for
-from gpusat_tui.sources.tool_queries import ToolState
+from gpusat_tui.sources.polling.stream_poll import StreamPoll, stream_for
+from gpusat_tui.sources.polling.tool_queries import ToolState
 
 __all__ = ["IN_PROCESS", "FoundTools", "find_tools", "missing_tool_message"]
 

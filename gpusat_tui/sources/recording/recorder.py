@@ -40,9 +40,9 @@ from gpusat_tui import __version__
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
-from gpusat_tui.sources.blockfile import BlockWriter, format_for_name, part_path
-from gpusat_tui.sources.closing import ClosedOnExit
 from gpusat_tui.sources.options import RECORD_MODES, RecordMode
+from gpusat_tui.sources.recording.blockfile import BlockWriter, format_for_name, part_path
+from gpusat_tui.sources.recording.closing import ClosedOnExit
 
 __all__ = ["Recorder", "RecordingSource", "make_header", "print_failure"]
 
@@ -232,7 +232,7 @@ class Recorder(ClosedOnExit):
 
     def _prepare_append(self, fd: int, size: int) -> None:
         """Check that the file is a recording we may add to; continue its ``seq``."""
-        from gpusat_tui.sources.reader import MAX_HEADER_BYTES, last_frame, parse_header
+        from gpusat_tui.sources.recording.reader import MAX_HEADER_BYTES, last_frame, parse_header
 
         with os.fdopen(os.dup(fd), "rb") as fh:
             fh.seek(0)

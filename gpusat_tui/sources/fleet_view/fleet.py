@@ -37,8 +37,8 @@ from typing import Any, TypeVar
 
 from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import CardReading, Frame, JobContext, ToolError
-from gpusat_tui.sources.daemon_call import in_daemon_thread
-from gpusat_tui.sources.fleet_answers import (
+from gpusat_tui.sources.fleet_view.daemon_call import in_daemon_thread
+from gpusat_tui.sources.fleet_view.fleet_answers import (
     HISTORY_FIGURES,
     CardKey,
     FleetAnswer,
@@ -48,7 +48,12 @@ from gpusat_tui.sources.fleet_answers import (
     history_frames,
     instant_query,
 )
-from gpusat_tui.sources.prometheus_api import FleetError, PrometheusAPI, parse_matcher, selector
+from gpusat_tui.sources.fleet_view.prometheus_api import (
+    FleetError,
+    PrometheusAPI,
+    parse_matcher,
+    selector,
+)
 
 __all__ = ["FORGET_S", "FleetSource", "build_fleet"]
 

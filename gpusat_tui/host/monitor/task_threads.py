@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from gpusat_tui.errors import ParseError
-from gpusat_tui.host.procfs import parse_proc_stat
+from gpusat_tui.host.monitor.procfs import parse_proc_stat
 
 __all__ = [
     "BUSY_THREAD_PCT",

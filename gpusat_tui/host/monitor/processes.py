@@ -36,15 +36,15 @@ from collections.abc import Callable, Sequence
 
 import psutil
 
-from gpusat_tui.host.host_cpu import HostCpuMeter
-from gpusat_tui.host.job_reader import read_job_context
-from gpusat_tui.host.jobs import merge_jobs
-from gpusat_tui.host.launch_env import world_of
-from gpusat_tui.host.proc_readers import Denied, Failed, Gone, PsutilReader
-from gpusat_tui.host.process_report import ProcessReport, SaidOnce
-from gpusat_tui.host.procfs import PROC_ROOT, ProcfsReader
-from gpusat_tui.host.trainer_census import TrainerCensus
-from gpusat_tui.host.watched_process import WatchedProcess
+from gpusat_tui.host.monitor.host_cpu import HostCpuMeter
+from gpusat_tui.host.monitor.proc_readers import Denied, Failed, Gone, PsutilReader
+from gpusat_tui.host.monitor.process_report import ProcessReport, SaidOnce
+from gpusat_tui.host.monitor.procfs import PROC_ROOT, ProcfsReader
+from gpusat_tui.host.monitor.trainer_census import TrainerCensus
+from gpusat_tui.host.monitor.watched_process import WatchedProcess
+from gpusat_tui.host.scheduler.job_reader import read_job_context
+from gpusat_tui.host.scheduler.jobs import merge_jobs
+from gpusat_tui.host.scheduler.launch_env import world_of
 from gpusat_tui.model import CardProcess, HostSample, JobContext, ProcessRole, ProcessSample
 
 __all__ = ["ProcessMonitor", "ProcessReport"]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from gpusat_tui.errors import RecordingError
-from gpusat_tui.sources.blockfile import (
+from gpusat_tui.sources.recording.blockfile import (
     IndexedRaw,
     LogicalRaw,
     part_path,

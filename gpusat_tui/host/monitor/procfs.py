@@ -19,8 +19,7 @@ from collections.abc import Iterator
 import psutil
 
 from gpusat_tui.errors import ParseError
-from gpusat_tui.host.launch_env import MAX_ENVIRON_BYTES, parse_environ
-from gpusat_tui.host.proc_readers import (
+from gpusat_tui.host.monitor.proc_readers import (
     Denied,
     Failed,
     Gone,
@@ -29,6 +28,7 @@ from gpusat_tui.host.proc_readers import (
     PsutilReader,
     host_totals,
 )
+from gpusat_tui.host.scheduler.launch_env import MAX_ENVIRON_BYTES, parse_environ
 
 __all__ = [
     "PROC_ROOT",

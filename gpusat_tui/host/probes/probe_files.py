@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gpusat_tui.host.probe_figures import bound_probe_figures
-from gpusat_tui.host.probe_notes import ProbeNotes
-from gpusat_tui.host.probe_writer import writer_refusal
+from gpusat_tui.host.probes.probe_figures import bound_probe_figures
+from gpusat_tui.host.probes.probe_notes import ProbeNotes
+from gpusat_tui.host.probes.probe_writer import writer_refusal
 from gpusat_tui.model import CardProcess, CardReading, ProbeAlloc, ProbeSample
 from gpusat_tui.probe.layout import (
     ALLOC_KEYS,

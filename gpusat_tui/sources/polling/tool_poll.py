@@ -22,7 +22,7 @@ from collections.abc import Callable
 from gpusat_tui.collectors.base import resolve_process_cards
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.model import CardReading, ToolError
-from gpusat_tui.sources.tool_queries import (
+from gpusat_tui.sources.polling.tool_queries import (
     RAW_KEEP_CHARS,
     NotOurs,
     PollResult,

@@ -26,10 +26,10 @@ from typing import Any
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.sources.blockfile import part_path
-from gpusat_tui.sources.codec import parts_stream, refresh_stream, stream_size
-from gpusat_tui.sources.poll_order import PollOrder
-from gpusat_tui.sources.reader import (
+from gpusat_tui.sources.recording.blockfile import part_path
+from gpusat_tui.sources.recording.codec import parts_stream, refresh_stream, stream_size
+from gpusat_tui.sources.recording.poll_order import PollOrder
+from gpusat_tui.sources.recording.reader import (
     RecordingPaths,
     last_frame,
     read_line,

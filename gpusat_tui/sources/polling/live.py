@@ -34,8 +34,8 @@ from typing import Protocol
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.errors import GpusatError, ToolMissing
-from gpusat_tui.host.jobs import add_probe_cards
-from gpusat_tui.host.probe_files import ProbePoller
+from gpusat_tui.host.probes.probe_files import ProbePoller
+from gpusat_tui.host.scheduler.jobs import add_probe_cards
 from gpusat_tui.model import (
     CardProcess,
     CardReading,
@@ -46,9 +46,9 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
-from gpusat_tui.sources.tool_discovery import find_tools, missing_tool_message
-from gpusat_tui.sources.tool_poll import ToolPoller
-from gpusat_tui.sources.tool_queries import PollResult, ToolQueries, ToolState
+from gpusat_tui.sources.polling.tool_discovery import find_tools, missing_tool_message
+from gpusat_tui.sources.polling.tool_poll import ToolPoller
+from gpusat_tui.sources.polling.tool_queries import PollResult, ToolQueries, ToolState
 
 __all__ = [
     "LiveSource",
@@ -65,7 +65,7 @@ class ProcessReportLike(Protocol):
 
 
 class ProcessMonitorLike(Protocol):
-    """What `gpusat_tui.host.processes.ProcessMonitor` offers; injected in tests. (It also has
+    """What `host.monitor.processes.ProcessMonitor` offers; injected in tests. (It also has
     ``sample_if_cheap``, used where present: see `LiveSource._sample_processes`.)"""
 
     def sample(self, card_processes: Sequence[CardProcess] = ...) -> ProcessReportLike: ...
@@ -308,7 +308,7 @@ class LiveSource:
         if not self._monitor_loaded:
             self._monitor_loaded = True
             try:
-                from gpusat_tui.host.processes import ProcessMonitor
+                from gpusat_tui.host.monitor.processes import ProcessMonitor
 
                 self._monitor = ProcessMonitor(pids=self.pids)
             except Exception as exc:  # no process figures is better than no card figures

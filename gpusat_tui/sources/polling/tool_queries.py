@@ -42,7 +42,7 @@ from gpusat_tui.collectors.base import (
 )
 from gpusat_tui.errors import ParseError, ToolMissing
 from gpusat_tui.model import CardProcess, CardReading, ToolError
-from gpusat_tui.sources.procs import (
+from gpusat_tui.sources.polling.procs import (
     MAX_OUTPUT_BYTES,
     CallTimedOut,
     OutputTooLarge,
@@ -50,7 +50,7 @@ from gpusat_tui.sources.procs import (
     ToolRefused,
     run_tool,
 )
-from gpusat_tui.sources.stream_poll import StreamPoll
+from gpusat_tui.sources.polling.stream_poll import StreamPoll
 
 __all__ = [
     "RAW_KEEP_CHARS",

@@ -99,7 +99,7 @@ def test_a_lower_layer_importing_a_higher_breaks_the_layers(planted: Path) -> No
     # host sits below sources (which reads the host), so the siblings' circle contract
     # breaks too; the layers contract must name the import itself.
     _plant(planted, "gpusat_tui/host/planted_up.py",
-           '"""Planted."""\n\nfrom gpusat_tui.sources import codec\n\nC = codec\n')
+           '"""Planted."""\n\nfrom gpusat_tui.sources.recording import codec\n\nC = codec\n')
     result = _lint_imports(planted)
     out = _said(result)
     assert result.returncode != 0, out
@@ -113,7 +113,8 @@ def test_a_lower_layer_importing_a_higher_breaks_the_layers(planted: Path) -> No
         ("sources/recording", "gpusat_tui.sources.polling.live", "Sources: build over three rooms"),
         ("sources/fleet_view", "gpusat_tui.sources.recording.reader",
          "Sources: build over three rooms"),
-        ("host/probes", "gpusat_tui.host.monitor.procfs", "Host: the process monitor and the probe"),
+        ("host/probes", "gpusat_tui.host.monitor.procfs",
+         "Host: the process monitor and the probe"),
         ("host/scheduler", "gpusat_tui.host.probes.probe_files",
          "Host: the process monitor and the probe"),
     ],

@@ -21,7 +21,7 @@ attaches them by tool name (`loop_stream`); whether each one is the default was 
 
 from __future__ import annotations
 
-from gpusat_tui.collectors import npu_smi_watch, nvidia_smi
+from gpusat_tui.collectors import npu_smi_watch, nvidia_smi, nvidia_smi_table
 from gpusat_tui.collectors.base import Stream
 from gpusat_tui.collectors.records import RowGroups
 
@@ -39,7 +39,7 @@ def _nvidia_rows() -> RowGroups:
 
 
 LOOP_STREAMS: dict[str, Stream] = {
-    nvidia_smi.TOOL: Stream(
+    nvidia_smi_table.TOOL: Stream(
         name="-lms",
         args=(*nvidia_smi.QUERY_GPU_EVENT_ARGS, "-lms", "{interval_ms}"),
         parse=nvidia_smi.parse_query_gpu_event,

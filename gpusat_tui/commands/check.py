@@ -172,7 +172,7 @@ async def _collect(
 def run_check(options: CheckOptions) -> int:
     """Entry point of ``gpusat-tui check`` (see the module docstring for exit statuses)."""
     from gpusat_tui.sources.build import build_source
-    from gpusat_tui.sources.recording.recorder import print_failure
+    from gpusat_tui.sources.recording.recording_source import print_failure
 
     try:
         # The fleet view's check judges live polls only (no start-up history): ``samples``

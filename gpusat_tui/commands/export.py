@@ -142,7 +142,7 @@ def run_export(options: ExportOptions) -> int:
     from gpusat_tui.notify.notifier import notifier_from_options
     from gpusat_tui.notify.status_file import StatusFileWriter
     from gpusat_tui.sources.build import build_source
-    from gpusat_tui.sources.recording.recorder import print_failure
+    from gpusat_tui.sources.recording.recording_source import print_failure
 
     address, port = options.listen
     host = options.host_label or socket.gethostname()

@@ -126,7 +126,8 @@ def recording_source(
 
     Raises `RecordingError` when the file cannot be opened or exists without ``--force`` /
     ``--append``. A write that fails later stops the recording only (``failure``)."""
-    from gpusat_tui.sources.recording.recorder import RecordingSource, make_header
+    from gpusat_tui.sources.recording.recorder import make_header
+    from gpusat_tui.sources.recording.recording_source import RecordingSource
 
     tools: dict[str, str | None] = dict(getattr(source, "versions", None) or {})
     for tool in getattr(source, "tools", None) or {}:

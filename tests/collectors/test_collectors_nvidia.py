@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from gpusat_tui.collectors import nvidia_smi
+from gpusat_tui.collectors import nvidia_smi, nvidia_smi_table
 from gpusat_tui.collectors.base import resolve_process_cards
 from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
@@ -42,7 +42,8 @@ GPU1_NOTE = "Unable to determine the device handle for GPU1: 0000:34:00.0: Unkno
 
 
 def test_table_8xv100_old_79col_mem_full_idle() -> None:
-    r = nvidia_smi.parse_table(sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt"))
+    r = nvidia_smi_table.parse_table(
+        sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt"))
     assert r.version == "470.129.06"
     assert card_figures(r.cards) == [
         (0, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 30.0),
@@ -65,7 +66,7 @@ def test_table_8xv100_old_79col_mem_full_idle() -> None:
 
 
 def test_table_kmd_header_gpu1_missing_with_stderr_line() -> None:
-    r = nvidia_smi.parse_table(
+    r = nvidia_smi_table.parse_table(
         sample("nvidia-smi-4xRTXPRO6000-610.57.04-KMD-UMD-header-GPU1-UnknownError-gap.txt")
     )
     name = "NVIDIA RTX PRO 6000 Blac..."
@@ -101,7 +102,7 @@ MIG_1G = (12.0, 5952.0, 14.0)
 def test_table_mig_instances_are_cards_whole_gpu_util_na(
     name: str, version: str, power: float, instances: list[tuple[Any, ...]]
 ) -> None:
-    r = nvidia_smi.parse_table(sample(name))
+    r = nvidia_smi_table.parse_table(sample(name))
     assert r.version == version
     gpu, *migs = r.cards
     assert card_figures([gpu]) == [(0, "NVIDIA A30", None, 50.0, 24576.0, power, 165.0, 47.0)]
@@ -126,14 +127,15 @@ def test_table_mig_process_goes_to_its_gpu_instance() -> None:
     text = sample("nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt").replace(
         "|  No running processes found" + " " * 59 + "|", rows
     )
-    r = nvidia_smi.parse_table(text)
+    r = nvidia_smi_table.parse_table(text)
     assert process_rows(r.processes) == [
         (41234, "nvidia:0/mig1", "python", 1180.0), (41235, "nvidia:0", "python", 200.0)
     ]
 
 
 def test_table_59x_new_border_truncated() -> None:
-    r = nvidia_smi.parse_table(sample("nvidia-smi-RTX2060-595.71.05-new-border-truncated.txt"))
+    r = nvidia_smi_table.parse_table(
+        sample("nvidia-smi-RTX2060-595.71.05-new-border-truncated.txt"))
     assert r.version == "595.71.05"
     assert card_figures(r.cards) == [
         (0, "NVIDIA GeForce RTX 2060", 7.0, 712.0, 6144.0, 65.0, 170.0, 53.0)
@@ -143,7 +145,7 @@ def test_table_59x_new_border_truncated() -> None:
 
 
 def test_table_err_power_fragment() -> None:
-    r = nvidia_smi.parse_table(sample("nvidia-smi-V100-ERR-power-fragment-truncated.txt"))
+    r = nvidia_smi_table.parse_table(sample("nvidia-smi-V100-ERR-power-fragment-truncated.txt"))
     assert r.version is None
     assert card_figures(r.cards) == [(1, V100, 0.0, 593.0, 16160.0, None, 250.0, 29.0)]
     assert r.cards[0].bus_id == "00008ED0:00:00.0"
@@ -156,18 +158,18 @@ def test_table_err_power_fragment() -> None:
 )
 def test_table_garbage_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError):
-        nvidia_smi.parse_table(text)
+        nvidia_smi_table.parse_table(text)
 
 
 def test_table_no_devices_is_empty_not_error() -> None:
-    r = nvidia_smi.parse_table("No devices were found\n")
+    r = nvidia_smi_table.parse_table("No devices were found\n")
     assert r.cards == [] and r.notes == ["nvidia-smi: No devices were found"]
 
 
 def test_table_truncated_mid_block_keeps_what_it_saw() -> None:
     text = sample("nvidia-smi-8xV100-PCIE-470.129.06-procs-mem-full-idle.txt")
     cut = "\n".join(text.splitlines()[:13])  # GPU 0 complete, GPU 1 header line only
-    r = nvidia_smi.parse_table(cut)
+    r = nvidia_smi_table.parse_table(cut)
     assert card_figures(r.cards) == [
         (0, V100, 0.0, 0.0, 32510.0, 25.0, 250.0, 30.0),
         (1, V100, None, None, None, None, None, None),
@@ -324,7 +326,7 @@ def test_spec_shape() -> None:
         ("query-gpu-no-reasons", (base, "--format=csv,noheader,nounits")),
         ("table", ()),
     ]
-    assert not any(q.optional for q in chain) and chain[-1].parse is nvidia_smi.parse_table
+    assert not any(q.optional for q in chain) and chain[-1].parse is nvidia_smi_table.parse_table
     assert apps.optional and apps.args == (
         "--query-compute-apps=gpu_bus_id,pid,process_name,used_gpu_memory",
         "--format=csv,noheader,nounits",
@@ -349,7 +351,7 @@ EXPECTED = [
 
 
 def test_fake_table_round_trip() -> None:
-    r = nvidia_smi.parse_table(fake.render(FAKE_CARDS, FAKE_PROCS))
+    r = nvidia_smi_table.parse_table(fake.render(FAKE_CARDS, FAKE_PROCS))
     assert card_figures(r.cards) == EXPECTED
     assert r.cards[1].extras == {"mig": "Enabled"}
     assert process_rows(r.processes) == [
@@ -390,7 +392,7 @@ def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
 
 # --- every sample is tested; no input crashes a parser --------------------------------------
 
-PARSERS = (nvidia_smi.parse_table, nvidia_smi.parse_query_gpu, nvidia_smi.parse_compute_apps)
+PARSERS = (nvidia_smi_table.parse_table, nvidia_smi.parse_query_gpu, nvidia_smi.parse_compute_apps)
 
 
 def test_every_sample_here_has_a_test() -> None:
@@ -510,7 +512,7 @@ def test_a_transient_failure_does_not_drop_the_reason_field(fake_bin: Any) -> No
 
 
 def test_table_h100_mig_disabled_is_one_card_with_the_old_id() -> None:
-    r = nvidia_smi.parse_table(
+    r = nvidia_smi_table.parse_table(
         sample("nvidia-smi-H100-80GB-HBM3-570.195.03-slurm-MIG-Disabled.txt")
     )
     assert card_figures(r.cards) == [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusat_tui.collectors import nvidia_smi
+from gpusat_tui.collectors import nvidia_smi_table
 from tests.collector_helpers import card_figures, process_rows, read_sample, samples_dir
 
 SAMPLES = samples_dir("nvidia")
@@ -17,7 +17,8 @@ def sample(name: str) -> str:
 
 
 def test_590_gb200_plus_border_1200w_cap() -> None:
-    r = nvidia_smi.parse_table(sample("nvidia-smi-4xGB200-590.48.01-plus-border-1200W-cap.txt"))
+    r = nvidia_smi_table.parse_table(
+        sample("nvidia-smi-4xGB200-590.48.01-plus-border-1200W-cap.txt"))
     assert r.version == "590.48.01"
     powers = [166, 157, 150, 172]
     temps = [37, 37, 36, 36]
@@ -50,7 +51,7 @@ def test_590_gb200_plus_border_1200w_cap() -> None:
     ],
 )
 def test_57x_58x_tables(name: str, version: str, rows: list[tuple], procs: list[tuple]) -> None:
-    r = nvidia_smi.parse_table(sample(name))
+    r = nvidia_smi_table.parse_table(sample(name))
     assert r.version == version
     assert card_figures(r.cards) == rows
     assert process_rows(r.processes) == procs
@@ -58,7 +59,7 @@ def test_57x_58x_tables(name: str, version: str, rows: list[tuple], procs: list[
 
 def test_hard_wrapped_copy_is_rejoined() -> None:
     name = "nvidia-smi-L40S-570.124.06-slurm-out-HARD-WRAPPED-lines.txt"
-    r = nvidia_smi.parse_table(sample(name))
+    r = nvidia_smi_table.parse_table(sample(name))
     assert r.version == "570.124.06"
     assert card_figures(r.cards) == [(0, "NVIDIA L40S", 0.0, 1.0, 46068.0, 33.0, 350.0, 35.0)]
     assert r.cards[0].bus_id == "00000000:25:00.0"

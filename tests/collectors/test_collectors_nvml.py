@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.collectors import nvidia_smi, nvml
+from gpusat_tui.collectors import nvidia_smi_table, nvml
 from gpusat_tui.collectors.nvidia_throttle import parse_mask, reason_names
 from gpusat_tui.errors import ToolFailed, ToolMissing
 from gpusat_tui.model import CardReading, split_reasons
@@ -249,7 +249,7 @@ def test_mig_instances_are_cards_and_the_whole_gpu_stays(install: Any) -> None:
 def test_mig_parses_the_same_way_as_the_nvidia_smi_table_sample(install: Any) -> None:
     install(FakeNvml([a30_mig()]))
     via_nvml = reader()().cards
-    table = nvidia_smi.parse_table(
+    table = nvidia_smi_table.parse_table(
         read_sample(samples_dir("nvidia"), "nvidia-smi-A30-MIG-1x2g.12gb-2x1g.6gb-535.183.01.txt")
     ).cards
 

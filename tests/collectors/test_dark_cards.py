@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.collectors import all_specs, nvidia_smi
+from gpusat_tui.collectors import all_specs, nvidia_smi, nvidia_smi_table
 from gpusat_tui.collectors.base import ToolReading, vet_reading
 from gpusat_tui.collectors.dark_cards import FIGURES
 from gpusat_tui.model import CardReading
@@ -75,7 +75,7 @@ def test_a_dark_card_in_the_table_is_kept_whatever_its_persistence_cell_says() -
             lines[i] = line.replace("   Off |", "  ERR! |", 1)
             lines[i + 1] = "| ERR!  ERR!    ERR!          ERR! / ERR! |   ERR!  /  ERR!      |" \
                 "    ERR!      Default |"
-    reading = nvidia_smi.parse_table("\n".join(lines) + "\n")
+    reading = nvidia_smi_table.parse_table("\n".join(lines) + "\n")
     assert [c.id for c in reading.cards] == ["nvidia:0", "nvidia:1"]
     assert reading.cards[0].util_pct == 0.0
     assert all(getattr(reading.cards[1], name) is None for name in FIGURES)

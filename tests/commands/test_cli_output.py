@@ -90,14 +90,16 @@ def test_check_with_stdout_closed_still_records(fake_bin: FakeBin, tmp_path: Pat
     """fd 1 closed: the recording must not become fd 1 (a print would land in it)."""
     _fake_tool(fake_bin)
     out = tmp_path / "rec.jsonl"
-    run = _run(["check", "--duration", "0.3", "--interval", "0.1", "--record", str(out)],
+    run = _run(["check", "--duration", "1", "--interval", "0.1", "--record", str(out)],
                stdout=None, env=fake_bin.env(), preexec=_close_stdout)
     assert run.returncode == 74
     assert "stdout is closed" in run.stderr
     from gpusat_tui.sources.recording.reader import read_recording
 
     _, reader = read_recording(out)
-    assert len(list(reader)) >= 2 and reader.skipped == 0
+    # Every line is a frame: a print that landed in the file would be a line skipped. (How
+    # many polls fit in the second depends on the machine's load: at least one.)
+    assert len(list(reader)) >= 1 and reader.skipped == 0
 
 
 # -- readers that leave --------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.recording.reader import read_recording
-from gpusat_tui.sources.recording.recorder import Recorder, RecordingSource, make_header
+from gpusat_tui.sources.recording.recorder import Recorder, make_header
+from gpusat_tui.sources.recording.recording_source import RecordingSource
 from tests.fakes.tool import FakeBin, Step
 from tests.recording_helpers import ListSource, header, rich_frame, write_recording
 from tests.scenarios import SCENARIOS, Scenario
@@ -197,7 +198,8 @@ _RECORDING_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
     from gpusat_tui.model import CardReading, Frame
-    from gpusat_tui.sources.recording.recorder import RecordingSource, make_header
+    from gpusat_tui.sources.recording.recorder import make_header
+    from gpusat_tui.sources.recording.recording_source import RecordingSource
 
     class Busy:
         label = "busy"

@@ -24,8 +24,8 @@ from gpusat_tui import cli
 from gpusat_tui.commands.report import analyse
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.sources.recording import blockfile
-from gpusat_tui.sources.recording.blockfile import format_for_name, part_path, sniff
+from gpusat_tui.sources.recording import block_index
+from gpusat_tui.sources.recording.block_index import format_for_name, part_path, sniff
 from gpusat_tui.sources.recording.codec import session_paths
 from gpusat_tui.sources.recording.reader import read_recording
 from gpusat_tui.sources.recording.recorder import Recorder, make_header
@@ -53,7 +53,7 @@ def frames_of(path: object) -> tuple[list[Frame], list[str]]:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of ~3 frames, so that a short recording has many of them."""
-    monkeypatch.setattr(blockfile, "BLOCK_BYTES", 8 * 1024)
+    monkeypatch.setattr(block_index, "BLOCK_BYTES", 8 * 1024)
 
 
 @pytest.mark.parametrize("fmt", list(SUFFIXES))
@@ -223,8 +223,8 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {repo!r})
-    from gpusat_tui.sources.recording import blockfile
-    blockfile.BLOCK_BYTES = 8 * 1024
+    from gpusat_tui.sources.recording import block_index
+    block_index.BLOCK_BYTES = 8 * 1024
     from gpusat_tui.sources.recording.recorder import Recorder, make_header
     from tests.recording_helpers import rich_frame
     max_bytes = int(sys.argv[2]) or None

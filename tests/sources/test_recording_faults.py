@@ -19,7 +19,8 @@ from gpusat_tui.collectors import all_specs
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame, RecordingHeader
 from gpusat_tui.sources.recording.reader import read_recording
-from gpusat_tui.sources.recording.recorder import Recorder, RecordingSource
+from gpusat_tui.sources.recording.recorder import Recorder
+from gpusat_tui.sources.recording.recording_source import RecordingSource
 from tests.fakes.tool import FakeBin, Step
 from tests.recording_helpers import ListSource, header, rich_frame, write_recording
 from tests.scenarios import SCENARIOS

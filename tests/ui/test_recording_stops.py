@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.sources.recording.reader import read_recording
-from gpusat_tui.sources.recording.recorder import RecordingSource, make_header
+from gpusat_tui.sources.recording.recorder import make_header
+from gpusat_tui.sources.recording.recording_source import RecordingSource
 from gpusat_tui.ui.app import GpusatApp
 from tests.ui.conftest import T0, FixedTracker, ListSource, card, frames_for, screen_text, settle
 

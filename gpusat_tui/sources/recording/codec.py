@@ -3,8 +3,9 @@
 The reader side turns any of them into one *logical* stream of JSONL bytes that can be
 ``seek``-ed and ``readline``-d like a plain file, so the frame reader, replay's seek-by-bisection
 and ``report`` work the same on all and never learn which one they read. The compressed layout
-is `blockfile`'s; the rotated parts of a session (``run.jsonl.zst``, ``run.0001.jsonl.zst``...)
-are joined here, each later part without its header line.
+is `block_index`'s (read by `block_reader`); the rotated parts of a session
+(``run.jsonl.zst``, ``run.0001.jsonl.zst``...) are joined here, each later part without its
+header line.
 
 The format is detected from the first bytes, never from the name; the writer picks it from the
 name (``.zst`` / ``.zstd``: zstd, ``.gz``: gzip, anything else: plain).
@@ -24,12 +25,8 @@ from pathlib import Path
 from typing import IO
 
 from gpusat_tui.errors import RecordingError
-from gpusat_tui.sources.recording.blockfile import (
-    IndexedRaw,
-    LogicalRaw,
-    part_path,
-    sniff,
-)
+from gpusat_tui.sources.recording.block_index import part_path, sniff
+from gpusat_tui.sources.recording.block_reader import IndexedRaw, LogicalRaw
 
 __all__ = [
     "LogicalFile",

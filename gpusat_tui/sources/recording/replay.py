@@ -26,7 +26,7 @@ from typing import Any
 
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
-from gpusat_tui.sources.recording.blockfile import part_path
+from gpusat_tui.sources.recording.block_index import part_path
 from gpusat_tui.sources.recording.codec import parts_stream, refresh_stream, stream_size
 from gpusat_tui.sources.recording.poll_order import PollOrder
 from gpusat_tui.sources.recording.reader import (

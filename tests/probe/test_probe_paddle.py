@@ -50,11 +50,27 @@ def test_data_wait_is_the_constructed_share_and_the_worker_is_found(
     assert last["step_ms"] == pytest.approx(per_step, rel=0.5)
 
 
-def test_compute_bound_paddle_loop_reads_under_5_percent(private_probe_dir: Path) -> None:
-    with probed_job(private_probe_dir, sys.executable, JOB, "--compute-ms", "30") as job:
-        time.sleep(2.0)
+def test_compute_bound_paddle_loop_reads_under_5_percent(
+    private_probe_dir: Path, tmp_path: Path
+) -> None:
+    """Under 5 % as constructed; on a loaded machine, where fetching a batch in the loop
+    itself takes longer, what the job timed of its own next() calls (within 3 points)."""
+    marks_file = tmp_path / "marks.json"
+    with probed_job(private_probe_dir, sys.executable, JOB, "--compute-ms", "30",
+                    "--marks", str(marks_file)) as job:
+        first = job.first
         last = job.latest()
-    assert probe_share(job.first, last) < 5.0
+        deadline = time.monotonic() + 120.0
+        while last["elapsed_s"] < first["elapsed_s"] + 2.0:
+            assert time.monotonic() < deadline, "the probe published nothing new for 120 s"
+            time.sleep(0.1)
+            last = job.latest()
+    share = probe_share(first, last)
+    marks = json.loads(marks_file.read_text())
+    own = 100.0 * (waited_by(marks, last["t"]) - waited_by(marks, first["t"])) / (
+        last["t"] - first["t"])
+    assert abs(share - own) <= 3.0, (share, own)
+    assert share < 5.0 or own >= 4.0, (share, own)
 
 
 def test_check_json_says_starving_with_the_measured_wait(

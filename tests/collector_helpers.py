@@ -3,12 +3,14 @@
 Every vendor test file pins its own exact figures; what lives here is only the part that is the
 same for every vendor: where the captured samples are, that each one is tested and has its
 provenance in ``samples/smi/INDEX.md``, and that no cut or shuffle of a sample crashes a parser
-(it parses, or it raises ParseError).
+(it parses, or it raises ParseError). ``VendorCase`` is one row of the table in
+``tests/collectors/test_every_collector.py`` that runs all of it for each vendor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,31 @@ Parser = Callable[[str], ToolReading]
 Row = tuple[Any, ...]
 
 
+@dataclass(frozen=True)
+class Truncation:
+    """Each sample cut every 5 characters: ``parsers`` read cards of ``vendor``, or refuse."""
+
+    vendor: str
+    parsers: tuple[Parser, ...]
+
+
+@dataclass(frozen=True)
+class VendorCase:
+    """One vendor's (or tool's) captured samples and the parsers that must survive them.
+
+    ``folder`` is ``samples/smi/<folder>``; ``test_file`` (beside the table, with its
+    ``<stem>_*.py`` companions) holds the exact-figure tests that name each sample; every cut
+    and every shuffle of the samples goes through each of ``parsers``, and each of ``junk`` must
+    be refused (ParseError) by all of them.
+    """
+
+    folder: str
+    test_file: str
+    parsers: tuple[Parser, ...]
+    junk: tuple[str, ...] = ()
+    truncation: Truncation | None = None
+
+
 def samples_dir(vendor_folder: str) -> Path:
     """``samples/smi/<vendor_folder>``."""
     return SMI_SAMPLES / vendor_folder
@@ -34,6 +61,12 @@ def samples_dir(vendor_folder: str) -> Path:
 def read_sample(folder: Path, name: str) -> str:
     """One captured output, as the tool printed it."""
     return (folder / name).read_text(encoding="utf-8")
+
+
+def sample_reader(vendor_folder: str) -> Callable[[str], str]:
+    """``read(name)``: one captured output of ``samples/smi/<vendor_folder>``."""
+    folder = samples_dir(vendor_folder)
+    return lambda name: read_sample(folder, name)
 
 
 def card_figures(cards: Iterable[CardReading]) -> list[Row]:
@@ -66,9 +99,11 @@ def assert_every_sample_tested_and_indexed(folder: Path, test_file: str) -> None
     )
     names = sorted(f.name for f in folder.iterdir())
     assert names, "no samples found"
-    assert [n for n in names if f'"{n}"' not in source] == []
+    untested = [n for n in names if f'"{n}"' not in source]
+    assert untested == [], f"samples no test in {path.name} names: {untested}"
     index = (folder.parent / "INDEX.md").read_text(encoding="utf-8")
-    assert [n for n in names if f"| {folder.name}/{n} |" not in index] == []  # provenance
+    unindexed = [n for n in names if f"| {folder.name}/{n} |" not in index]
+    assert unindexed == [], f"samples without a row in INDEX.md: {unindexed}"  # provenance
 
 
 # --- no input crashes a parser ----------------------------------------------------------------

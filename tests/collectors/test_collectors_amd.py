@@ -5,33 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
 
 from gpusat_tui.collectors import amd_smi, rocm_smi
 from gpusat_tui.collectors.base import merge_cards
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import amd_smi as fake_amd
 from tests.fakes.formats import rocm_smi as fake_rocm
 
-SAMPLES = samples_dir("amd")
+sample = sample_reader("amd")
 
 Row = tuple[Any, ...]
-
-
-def sample(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 def figures(card: CardReading) -> Row:
@@ -405,29 +394,6 @@ def test_rocm_smi_fakes_round_trip_through_spec_args() -> None:
     assert pids.parse(fake_rocm.render_for_args(pids.args, ROCM_CARDS, ())).processes == []
     with pytest.raises(ParseError):
         table.parse(fake_rocm.render_for_args(("--bogus",), ROCM_CARDS))
-
-
-# --- every sample is tested; no input crashes a parser --------------------------------------
-
-PARSERS = (
-    amd_smi.parse_default, amd_smi.parse_monitor, rocm_smi.parse_table, rocm_smi.parse_json,
-    rocm_smi.parse_pids,
-)
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))
 
 
 # --- amd-smi 26.x default views, rocm-smi on ROCm 7.x ----------------------------------------

@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given
-
 from gpusat_tui.collectors import efsmi
 from gpusat_tui.collectors.base import merge_cards
 from gpusat_tui.collectors.efsmi import parse_default, parse_monitor, parse_query
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard
 from tests.fakes.formats import efsmi as fake
 
-SAMPLES = samples_dir("enflame")
-PARSERS = (parse_default, parse_query, parse_monitor)
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
+read = sample_reader("enflame")
 
 
 def test_v1_2_old_layout_power_without_slash() -> None:
@@ -108,16 +93,6 @@ def test_monitor_view_memory_pct_held_idle() -> None:
     assert all(c.mem_used_mib is None for c in reading.cards)  # not made up from the %
 
 
-@pytest.mark.parametrize(
-    "text", ["", "efsmi: command not found\n", "\x1b[31mgarbage\x1b[0m\n",
-             "-" * 40 + "\n Enflame System Management Interface \n"],
-)
-def test_bad_output_is_a_parse_error(text: str) -> None:
-    for parse in PARSERS:
-        with pytest.raises(ParseError):
-            parse(text)
-
-
 def test_spec_shape() -> None:
     (spec,) = efsmi.SPECS
     assert (spec.tool, spec.vendor, spec.names) == ("efsmi", "enflame", ("efsmi",))
@@ -139,18 +114,3 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     query = parse_query(fake.render_for_args(efsmi.SPECS[0].queries[1].args, cards))
     assert [c.mem_used_mib for c in merge_cards(table.cards, query.cards)] == [40000.0, 1129.0]
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-from functools import partial
-
-import pytest
-from hypothesis import given
-
 from gpusat_tui.collectors import hl_smi
 from gpusat_tui.collectors.hl_smi import parse_default, parse_query
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import hl_smi as fake
 
-SAMPLES = samples_dir("gaudi")
+read = sample_reader("gaudi")
 #: all-smi's noheader field order (the capture's command line).
 ALL_SMI_FIELDS = (
     "index", "uuid", "name", "driver_version", "memory.total", "memory.used", "memory.free",
     "power.draw", "power.max", "temperature.aip", "utilization.aip",
 )
-PARSERS = (parse_default, parse_query, partial(parse_query, fields=ALL_SMI_FIELDS))
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 def hl225(index: int, util: float, used: float, power: float, temp: float) -> tuple:
@@ -151,18 +134,6 @@ def test_broken_card_power_sentinel_is_no_figure() -> None:
     assert parse_default(text).cards[0].power_w is None
 
 
-@pytest.mark.parametrize(
-    "text",
-    ["", "hl-smi: command not found\n", "\x1b[31mgarbage\x1b[0m\n",
-     "+------+\n| HL-SMI Version:   hl-1.22.1 |\n"],
-)
-def test_bad_output_is_a_parse_error(text: str) -> None:
-    with pytest.raises(ParseError):
-        parse_default(text)
-    with pytest.raises(ParseError):
-        parse_query(text)
-
-
 def test_spec_shape() -> None:
     (spec,) = hl_smi.SPECS
     assert (spec.tool, spec.vendor, spec.names) == ("hl-smi", "gaudi", ("hl-smi",))
@@ -187,18 +158,3 @@ def test_round_trip_through_fake_renderer() -> None:
     query = parse_query(fake.render_for_args(hl_smi.SPECS[0].queries[1].args, cards, procs))
     assert card_figures(query.cards) == card_figures(reading.cards)
     assert query.cards[0].uuid is not None
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

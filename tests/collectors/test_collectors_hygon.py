@@ -5,31 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
 
 from gpusat_tui.collectors import amd_smi, hy_smi, rocm_smi
 from gpusat_tui.errors import ParseError
 from gpusat_tui.model import CardReading
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import hy_smi as fake
 
-SAMPLES = samples_dir("hygon")
+sample = sample_reader("hygon")
 
 Row = tuple[Any, ...]
-
-
-def sample(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 def figures(card: CardReading) -> Row:
@@ -231,24 +220,3 @@ def test_malformed_json_missing_commas_is_repaired_once() -> None:
     assert r.cards[0].extras == {"junction_c": 57.0, "mem_temp_c": 51.0}
     with pytest.raises(ParseError, match="even with missing commas"):
         hy_smi.parse_json(text.replace('"card1": {', '"card1": {{', 1))
-
-
-# --- every sample is tested; no input crashes a parser --------------------------------------
-
-PARSERS = (hy_smi.parse_table, hy_smi.parse_json, hy_smi.parse_pids, rocm_smi.parse_table,
-           rocm_smi.parse_pids)
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

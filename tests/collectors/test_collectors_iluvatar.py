@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given
-
 from gpusat_tui.collectors import ixsmi
 from gpusat_tui.collectors.ixsmi import parse_default
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import ixsmi as fake
 
-SAMPLES = samples_dir("iluvatar")
-PARSERS = (parse_default,)
+read = sample_reader("iluvatar")
 V150 = "Iluvatar BI-V150"
 V100 = "Iluvatar BI-V100"
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 def test_16_chips_power_only_on_odd_chips() -> None:
@@ -109,17 +94,6 @@ def test_mr_v100_duo_4_4_wider_first_cell() -> None:
     assert reading.processes == []
 
 
-@pytest.mark.parametrize(
-    "text",
-    ["", "ixsmi: command not found\n", "\x1b[31mgarbage\x1b[0m\n",
-     "+---+\n|  IX-ML: 4.1.0   Driver Version: 4.1.0 |\n",
-     "Failed to initialize IXML: Driver Not Loaded\n"],
-)
-def test_bad_output_is_a_parse_error(text: str) -> None:
-    with pytest.raises(ParseError):
-        parse_default(text)
-
-
 def test_spec_shape() -> None:
     (spec,) = ixsmi.SPECS
     assert (spec.tool, spec.vendor, spec.names) == ("ixsmi", "iluvatar", ("ixsmi",))
@@ -142,18 +116,3 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     assert process_rows(reading.processes) == [(5151, "iluvatar:1", "python3", 30500.0)]
     assert parse_default(fake.render(cards)).processes == []
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

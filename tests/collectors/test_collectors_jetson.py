@@ -5,28 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
 
 from gpusat_tui.collectors import tegrastats
 from gpusat_tui.collectors.tegrastats import parse_tegrastats
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
-    assert_every_truncation_parses_or_is_refused,
-    parse_or_refuse,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 
-SAMPLES = samples_dir("jetson")
-PARSERS = [parse_tegrastats]
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
+read = sample_reader("jetson")
 
 
 def lines_of(name: str) -> list[str]:
@@ -145,13 +131,6 @@ def test_busy_gpu_and_gigabyte_ram() -> None:
                              {"gpu_clock_mhz": 1300.0, "power_rail": "VDD_GPU"})
 
 
-@pytest.mark.parametrize("text", ["", "tegrastats: command not found",
-                                  "RAM 1/2MB CPU [1%@100]", "\x1b[31mgarbage\x1b[0m"])
-def test_not_a_tegrastats_record_is_refused(text: str) -> None:
-    with pytest.raises(ParseError):
-        parse_tegrastats(text)
-
-
 def test_escape_codes_are_stripped() -> None:
     text = "\x1b[1mRAM 1/2MB GR3D_FREQ 5%@76\x1b[0m"
     assert figures(text)[:3] == (5.0, 1.0, 2.0)
@@ -161,26 +140,3 @@ def test_the_spec_streams_with_the_poll_interval() -> None:
     (spec,) = tegrastats.SPECS
     assert spec.vendor == "jetson" and spec.queries == ()
     assert spec.stream is not None and spec.stream.args == ("--interval", "{interval_ms}")
-
-
-# --- every sample, every cut ----------------------------------------------------------------
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-def test_every_truncation_of_a_line_parses_or_is_refused() -> None:
-    for path in sorted(SAMPLES.iterdir()):
-        assert_every_truncation_parses_or_is_refused(path.read_text(), PARSERS, "jetson")
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given
-
 from gpusat_tui.collectors import mx_smi
 from gpusat_tui.collectors.base import merge_cards
 from gpusat_tui.collectors.mx_smi import parse_default, parse_ht_default, parse_list
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import mx_smi as fake
 
-SAMPLES = samples_dir("metax")
-PARSERS = (parse_default, parse_ht_default, parse_list)
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
+read = sample_reader("metax")
 
 
 def test_2_1_6_power_without_cap_memory_held_idle() -> None:
@@ -148,16 +133,6 @@ def test_list_fragment_gives_uuids() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    "text", ["", "mx-smi: command not found\n", "\x1b[31mgarbage\x1b[0m\n",
-             "mx-smi  version: 2.2.9\n\nfailed to init: MetaX Sysfs File Unaccessible\n"],
-)
-def test_bad_output_is_a_parse_error(text: str) -> None:
-    for parse in PARSERS:
-        with pytest.raises(ParseError):
-            parse(text)
-
-
 def test_spec_shape_one_group_mx_smi_first() -> None:
     mx, ht = mx_smi.SPECS
     assert (mx.tool, mx.vendor, mx.group, mx.priority) == ("mx-smi", "metax", "metax", 0)
@@ -182,18 +157,3 @@ def test_round_trip_through_fake_renderer() -> None:
     listed = parse_list(fake.render_for_args(("-L",), cards))
     assert [c.uuid for c in merge_cards(reading.cards, listed.cards)] == [
         c.uuid for c in listed.cards]
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

@@ -6,33 +6,22 @@ import asyncio
 from typing import Any
 
 import pytest
-from hypothesis import given
 
 from gpusat_tui.collectors import nvidia_smi, nvidia_smi_table
 from gpusat_tui.collectors.base import resolve_process_cards
 from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import nvidia_smi as fake
 from tests.fakes.tool import Step
 
-SAMPLES = samples_dir("nvidia")
+sample = sample_reader("nvidia")
 
 Row = tuple[Any, ...]
-
-
-def sample(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 # --- default table --------------------------------------------------------------------------
@@ -388,26 +377,6 @@ def test_table_fallback_plus_compute_apps_gives_each_process_once() -> None:
     assert process_rows(merged) == [
         (4242, "nvidia:0", "python", 130004.0), (4243, "nvidia:3", "pt_worker", 10.0)
     ]
-
-
-# --- every sample is tested; no input crashes a parser --------------------------------------
-
-PARSERS = (nvidia_smi_table.parse_table, nvidia_smi.parse_query_gpu, nvidia_smi.parse_compute_apps)
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))
 
 
 # --- clock-event reasons in the csv query, and an old driver refusing them -----------------

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from gpusat_tui.collectors import nvidia_smi_table
-from tests.collector_helpers import card_figures, process_rows, read_sample, samples_dir
+from tests.collector_helpers import (
+    card_figures,
+    process_rows,
+    sample_reader,
+)
 
-SAMPLES = samples_dir("nvidia")
-
-
-def sample(name: str) -> str:
-    return read_sample(SAMPLES, name)
+sample = sample_reader("nvidia")
 
 
 def test_590_gb200_plus_border_1200w_cap() -> None:

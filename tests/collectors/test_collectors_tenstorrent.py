@@ -3,32 +3,17 @@ a full real snapshot (none is public); these tests pin what the fragments show."
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given
-
 from gpusat_tui.collectors import tt_smi
 from gpusat_tui.collectors.tt_smi import parse_snapshot
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard
 from tests.fakes.formats import tt_smi as fake
 
-SAMPLES = samples_dir("tenstorrent")
-PARSERS = (parse_snapshot,)
+read = sample_reader("tenstorrent")
 CUT_NOTE = "tt-smi -s output was cut short; read up to its last complete value"
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 def test_p300c_string_values_with_leading_spaces() -> None:
@@ -68,15 +53,6 @@ def test_wormhole_2024_prefixed_register_names() -> None:
     assert reading.notes == [CUT_NOTE]
 
 
-@pytest.mark.parametrize(
-    "text", ["", "tt-smi: command not found\n", "{", '{"device_info": []}', "[1, 2]",
-             '{"host_info": {"OS": "Linux"}}', "\x1b[31mgarbage\x1b[0m\n", '{"device_info": [{'],
-)
-def test_bad_output_is_a_parse_error(text: str) -> None:
-    with pytest.raises(ParseError):
-        parse_snapshot(text)
-
-
 def test_spec_shape_marked_untested() -> None:
     (spec,) = tt_smi.SPECS
     assert (spec.tool, spec.vendor, spec.names, spec.untested) == (
@@ -93,18 +69,3 @@ def test_round_trip_through_fake_renderer() -> None:
         (1, "n300", None, None, None, None, None, None),
     ]
     assert reading.version == "3.0.20"
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given
-
 from gpusat_tui.collectors import tpu_info
 from gpusat_tui.collectors.tpu_info import parse_default
-from gpusat_tui.errors import ParseError
 from tests.collector_helpers import (
-    SWEEP_SETTINGS,
-    assert_every_line_prefix_parses_or_is_refused,
-    assert_every_sample_tested_and_indexed,
     card_figures,
-    parse_or_refuse,
     process_rows,
-    read_sample,
-    sample_lines_and_noise,
-    samples_dir,
+    sample_reader,
 )
 from tests.fakes import FakeCard, FakeProcess
 from tests.fakes.formats import tpu_info as fake
 
-SAMPLES = samples_dir("tpu")
-PARSERS = (parse_default,)
+read = sample_reader("tpu")
 V6E = "TPU v6e chip"
 V4 = "TPU v4 chip"
 HBM_V6E = 31.25 * 1024
-
-
-def read(name: str) -> str:
-    return read_sample(SAMPLES, name)
 
 
 def test_streaming_frame_global_chip_ids() -> None:
@@ -79,15 +64,6 @@ def test_chips_without_a_workload_are_listed_with_a_note() -> None:
     assert reading.notes == ["tpu-info shows no utilization table (no TPU workload running?)"]
 
 
-@pytest.mark.parametrize(
-    "text", ["", "tpu-info: command not found\n", "\x1b[31mgarbage\x1b[0m\n",
-             "TPU Chips\n\n| Chip | Type | Devices | PID |\n|---|---|---|---|\n"],
-)
-def test_bad_output_is_a_parse_error(text: str) -> None:
-    with pytest.raises(ParseError):
-        parse_default(text)
-
-
 def test_spec_shape() -> None:
     (spec,) = tpu_info.SPECS
     assert (spec.tool, spec.vendor, spec.names) == ("tpu-info", "tpu", ("tpu-info",))
@@ -108,18 +84,3 @@ def test_round_trip_through_fake_renderer() -> None:
     ]
     assert reading.cards[0].extras["tensorcore_pct"] == 61.0
     assert process_rows(reading.processes) == [(7, "tpu:0", None, None)]
-
-
-def test_every_sample_here_has_a_test() -> None:
-    assert_every_sample_tested_and_indexed(SAMPLES, __file__)
-
-
-def test_every_prefix_of_every_sample_parses_or_is_refused() -> None:
-    assert_every_line_prefix_parses_or_is_refused(SAMPLES, PARSERS)
-
-
-@SWEEP_SETTINGS
-@given(sample_lines_and_noise(SAMPLES))
-def test_shuffled_sample_lines_and_noise_never_crash(lines: list[str]) -> None:
-    for parse in PARSERS:
-        parse_or_refuse(parse, "\n".join(lines))

@@ -8,29 +8,12 @@ saturated and ``why`` says the wait is low.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from gpusat_tui.collectors import all_specs
-from tests.fakes import FakeCard
 from tests.fakes.tool import FakeBin
-from tests.probe_helpers import REPO, start_job, stop_job, wait_for_doc, wait_ready
-
-BUSY = FakeCard(index=0, name="Fake DCU", util_pct=95.0, mem_used_mib=50000.0,
-                mem_total_mib=100000.0, power_w=250.0, power_cap_w=300.0, temp_c=60.0)
-
-
-def check(fakes: FakeBin, probe_dir: Path, duration: float = 3.0) -> dict[str, Any]:
-    env = fakes.env({"GPUSAT_PROBE_DIR": str(probe_dir)})
-    done = subprocess.run(
-        [sys.executable, "-m", "gpusat_tui", "check", "--json", "--duration", str(duration),
-         "--interval", "0.5"], env=env, capture_output=True, text=True, timeout=90, cwd=REPO)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+from tests.probe_helpers import BUSY, check, start_job, stop_job, wait_for_doc, wait_ready
 
 
 def test_starving_on_measured_data_wait_then_saturated(

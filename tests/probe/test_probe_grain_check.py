@@ -21,12 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.collectors import all_specs
-from tests.commands.test_check_probe import BUSY, check
 from tests.fakes.tool import FakeBin
 from tests.probe.test_probe_iterators import need
 from tests.probe.test_probe_jobs import waited_by
-from tests.probe_helpers import JOBS, run_argv, start_job, stop_job, wait_for_doc, wait_ready
+from tests.probe_helpers import JOBS, check_beside, probed_job
 
 pytestmark = pytest.mark.frameworks
 
@@ -40,21 +38,13 @@ def test_check_json_reads_the_wait_grain_was_constructed_with(
     sleep_ms: float, compute_ms: float,
 ) -> None:
     need(framework)
-    spec = next(s for s in all_specs() if s.tool == "hy-smi")
-    fake_bin.add_for_spec(spec, [[BUSY]])
     marks_file = tmp_path / "marks.json"
-    proc = start_job(private_probe_dir, argv=run_argv(
-        sys.executable, str(JOBS / "iter_job.py"), "--framework", framework,
-        "--sleep-ms", str(sleep_ms), "--compute-ms", str(compute_ms), "--workers", "1",
-        "--max-seconds", "300", "--marks", str(marks_file)))
-    try:
-        pid = wait_ready(proc, timeout=240)
-        wait_for_doc(private_probe_dir, pid, timeout=60)
-        report = check(fake_bin, private_probe_dir)
+    with probed_job(private_probe_dir, sys.executable, str(JOBS / "iter_job.py"),
+                    "--framework", framework, "--sleep-ms", str(sleep_ms), "--compute-ms",
+                    str(compute_ms), "--workers", "1", "--max-seconds", "300",
+                    "--marks", str(marks_file)) as job:
+        report = check_beside(fake_bin, private_probe_dir)
         ended = time.time()
-    finally:
-        rc, _, err = stop_job(proc, timeout=120)
-    assert rc == 0, err[-3000:]
     [card] = report["cards"]
     found = [m for m in map(WAIT_LINE.search, card["verdict"]["why"]) if m]
     assert found, card["verdict"]["why"]
@@ -67,8 +57,7 @@ def test_check_json_reads_the_wait_grain_was_constructed_with(
     assert abs(own - constructed) <= 10.0, (own, constructed)
     # ... and check --json reads what the job itself spent in next().
     assert abs(read - own) <= 6.0, (read, own, card["verdict"]["why"][0])
-    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
-    assert trainer["probe"]["framework"] == "grain"
+    assert job.trainer(report)["probe"]["framework"] == "grain"
     if read >= 20:
         advice = " ".join(card["verdict"]["advice"])
         assert "worker_count" in advice and "num_workers" not in advice.replace(

@@ -15,16 +15,13 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gpusat_tui.collectors import all_specs
-from gpusat_tui.host.monitor.processes import ProcessMonitor
-from tests.commands.test_check_probe import BUSY, check
 from tests.fakes.tool import FakeBin
 from tests.probe.test_probe_jobs import probe_share, waited_by
-from tests.probe_helpers import JOBS, probe_docs, run_argv, start_job, stop_job, wait_for_doc
-from tests.probe_helpers import wait_ready as ready
+from tests.probe_helpers import JOBS, check_beside, probed_job, roles_over
 
 pytestmark = pytest.mark.frameworks
 
@@ -49,31 +46,17 @@ def need(framework: str) -> str:
     return name
 
 
-def start(probe_dir: Path, *args: str):  # type: ignore[no-untyped-def]
-    return start_job(probe_dir, argv=run_argv(sys.executable, JOB, *args))
-
-
-def measure(probe_dir: Path, framework: str, *args: str, seconds: float = 3.0,
-            marks: Path | None = None):  # type: ignore[no-untyped-def]
-    """Run the job, read its probe files and its processes' roles over ``seconds``."""
+def measure(
+    probe_dir: Path, framework: str, *args: str, seconds: float = 3.0, marks: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[int, str]]:
+    """Run the job; its probe files ``seconds`` apart and its processes' roles over them."""
     extra = ("--marks", str(marks)) if marks is not None else ()
-    proc = start(probe_dir, "--framework", framework, *args, *extra)
-    try:
-        pid = ready(proc, timeout=240)
-        wait_for_doc(probe_dir, pid, timeout=60)
+    with probed_job(probe_dir, sys.executable, JOB, "--framework", framework, *args,
+                    *extra) as job:
         time.sleep(1.0)  # past the pipeline's start (worker start-up, a first jit)
-        first = probe_docs(probe_dir)[pid]
-        monitor = ProcessMonitor(pids=[pid], rescan_s=0.0)
-        try:
-            monitor.sample()
-            time.sleep(seconds)
-            roles = {p.pid: p.role for p in monitor.sample().processes}
-        finally:
-            monitor.close()
-        last = probe_docs(probe_dir)[pid]
-    finally:
-        rc, _, err = stop_job(proc, timeout=120)
-    assert rc == 0, err[-3000:]
+        first = job.latest()
+        roles = roles_over(job.pid, seconds)
+        last = job.latest()
     return first, last, roles
 
 
@@ -132,19 +115,12 @@ def test_check_json_says_starving_with_the_measured_wait(
     fake_bin: FakeBin, private_probe_dir: Path, framework: str
 ) -> None:
     name = need(framework)
-    spec = next(s for s in all_specs() if s.tool == "hy-smi")
-    fake_bin.add_for_spec(spec, [[BUSY]])
-    proc = start(private_probe_dir, "--framework", framework, "--sleep-ms", "160",
-                 "--compute-ms", "40", "--workers", "1")
-    try:
-        pid = ready(proc, timeout=240)
-        wait_for_doc(private_probe_dir, pid, timeout=60)
-        report = check(fake_bin, private_probe_dir)
-    finally:
-        stop_job(proc, timeout=120)
+    with probed_job(private_probe_dir, sys.executable, JOB, "--framework", framework,
+                    "--sleep-ms", "160", "--compute-ms", "40", "--workers", "1") as job:
+        report = check_beside(fake_bin, private_probe_dir)
     [card] = report["cards"]
     verdict = card["verdict"]
-    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    trainer = job.trainer(report)
     assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), (
         verdict, trainer["probe"])
     assert "measured in the trainer" in verdict["why"][0]

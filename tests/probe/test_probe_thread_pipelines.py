@@ -14,16 +14,15 @@ from __future__ import annotations
 import re
 import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
-from gpusat_tui.collectors import all_specs
 from gpusat_tui.host.monitor.processes import ProcessMonitor
-from tests.commands.test_check_probe import check
 from tests.fakes.tool import FakeBin, FakeCard
 from tests.probe.test_probe_iterators import need
-from tests.probe_helpers import JOBS, run_argv, start_job, stop_job, wait_for_doc, wait_ready
+from tests.probe_helpers import JOBS, ProbedJob, check_beside, probed_job
 
 pytestmark = pytest.mark.frameworks
 
@@ -35,25 +34,23 @@ THREAD_LINE = re.compile(r"input pipeline runs in (\d+) threads? inside the trai
 CASES = [("tf-numpy", "num_parallel_calls"), ("mindspore", "num_parallel_workers")]
 
 
-def start(probe_dir: Path, framework: str):  # type: ignore[no-untyped-def]
-    return start_job(probe_dir, argv=run_argv(
-        sys.executable, JOB, "--framework", framework, "--burn", "--sleep-ms", "160",
-        "--compute-ms", "40", "--workers", "1", "--max-seconds", "300"))
+def burning_job(probe_dir: Path, framework: str) -> AbstractContextManager[ProbedJob]:
+    return probed_job(
+        probe_dir, sys.executable, JOB, "--framework", framework, "--burn", "--sleep-ms", "160",
+        "--compute-ms", "40", "--workers", "1", "--max-seconds", "300")
 
 
 @pytest.mark.parametrize(("framework", "_words"), CASES)
 def test_the_monitor_reads_the_pipeline_threads(private_probe_dir: Path, framework: str,
                                                 _words: str) -> None:
     need(framework)
-    proc = start(private_probe_dir, framework)
-    try:
-        pid = wait_ready(proc, timeout=240)
-        monitor = ProcessMonitor(pids=[pid], rescan_s=3.0)
+    with burning_job(private_probe_dir, framework) as job:
+        monitor = ProcessMonitor(pids=[job.pid], rescan_s=3.0)
         seen = []
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                [trainer] = [p for p in monitor.sample().processes if p.pid == pid]
+                [trainer] = [p for p in monitor.sample().processes if p.pid == job.pid]
                 seen.append((trainer.other_threads_cpu_pct, trainer.busy_threads))
                 if (trainer.other_threads_cpu_pct or 0.0) >= 30.0 and trainer.busy_threads:
                     break
@@ -62,9 +59,6 @@ def test_the_monitor_reads_the_pipeline_threads(private_probe_dir: Path, framewo
                 pytest.fail(f"the pipeline's threads were never read busy: {seen[-6:]}")
         finally:
             monitor.close()
-    finally:
-        rc, _, err = stop_job(proc, timeout=120)
-    assert rc == 0, err[-3000:]
 
 
 @pytest.mark.parametrize(("framework", "words"), CASES)
@@ -72,18 +66,11 @@ def test_check_json_says_input_bound_in_n_threads(
     fake_bin: FakeBin, private_probe_dir: Path, framework: str, words: str
 ) -> None:
     name = need(framework)
-    spec = next(s for s in all_specs() if s.tool == "hy-smi")
-    fake_bin.add_for_spec(spec, [[IDLE]])
-    proc = start(private_probe_dir, framework)
-    try:
-        pid = wait_ready(proc, timeout=240)
-        wait_for_doc(private_probe_dir, pid, timeout=60)
-        report = check(fake_bin, private_probe_dir)
-    finally:
-        stop_job(proc, timeout=120)
+    with burning_job(private_probe_dir, framework) as job:
+        report = check_beside(fake_bin, private_probe_dir, IDLE)
     [card] = report["cards"]
     verdict = card["verdict"]
-    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    trainer = job.trainer(report)
     assert trainer["probe"]["framework"] == name
     assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), verdict
     found = [m for m in map(THREAD_LINE.search, verdict["why"]) if m]

@@ -27,8 +27,10 @@ no process at all. Each such failure prints the figures that decided.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -100,10 +102,26 @@ def scenario_steps(
     return steps
 
 
-def start_check(fakes: FakeBin, *args: str) -> subprocess.Popen[str]:
-    """``check --json`` started in its own session, boosted as `busy_tree` boosts the jobs."""
+@functools.cache
+def pid_namespace_prefix() -> tuple[str, ...]:
+    """``unshare`` into a PID namespace of its own, where it may be used (root, and a kernel
+    and sandbox that allow it): a check in it sees no process but its own, so no other job on
+    this machine (another test's, with pytest-xdist) can be found by auto-discovery. Empty
+    where it cannot be used."""
+    argv = ("unshare", "--pid", "--fork", "--mount-proc")
+    if shutil.which("unshare") is None:
+        return ()
+    probe = subprocess.run([*argv, "true"], capture_output=True, check=False, timeout=30)
+    return argv if probe.returncode == 0 else ()
+
+
+def start_check(fakes: FakeBin, *args: str, alone: bool = False) -> subprocess.Popen[str]:
+    """``check --json`` started in its own session, boosted as `busy_tree` boosts the jobs;
+    ``alone``: in a PID namespace of its own where one can be made (`pid_namespace_prefix`)."""
+    prefix = list(pid_namespace_prefix()) if alone else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpusat_tui", "check", "--json", "--interval", INTERVAL, *args],
+        [*prefix, sys.executable, "-m", "gpusat_tui", "check", "--json", "--interval", INTERVAL,
+         *args],
         env=fakes.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         start_new_session=True,
     )
@@ -112,11 +130,12 @@ def start_check(fakes: FakeBin, *args: str) -> subprocess.Popen[str]:
     return proc
 
 
-def run_check(fakes: FakeBin, *args: str, timeout: float = 120.0) -> dict[str, Any]:
+def run_check(fakes: FakeBin, *args: str, timeout: float = 120.0,
+              alone: bool = False) -> dict[str, Any]:
     """``check --json`` in its own session, boosted like the jobs it watches (`busy_tree`):
     with autogroup scheduling a boosted job tree beside a loaded machine would otherwise
     leave the monitor too little CPU to poll its duration's samples at all."""
-    proc = start_check(fakes, *args)
+    proc = start_check(fakes, *args, alone=alone)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     finally:
@@ -310,9 +329,10 @@ def test_starving_without_process_evidence_says_unknown_and_asks_for_pid(
     scenario = SCENARIOS["starving_no_process_data"]
     spec = spec_named("hy-smi")
     fake_bin.add_for_spec(spec, scenario_steps(scenario, range(12)))
-    report = run_check(fake_bin, "--duration", DURATION)
+    report = run_check(fake_bin, "--duration", DURATION, alone=True)
     # The tool lists a trainer this machine cannot see; nothing else runs DataLoader workers
-    # (a pt_data_worker tree left running elsewhere on this machine would be found instead).
+    # (a pt_data_worker tree running elsewhere on this machine would be found instead: the
+    # check runs in a PID namespace of its own where it can).
     foreign = [(p["pid"], p["role"], p["name"]) for p in report["processes"]]
     assert foreign == [], (
         "another job's DataLoader workers run on this machine and were auto-discovered, so "

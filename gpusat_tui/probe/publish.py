@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from .layout import (
     prepare_dir,
     tmp_name,
 )
+from .sampler import sample_hz
 from .state import (
     ALLOC_EVERY_S,
     BACKENDS,
@@ -105,14 +107,30 @@ def _probe_dir() -> str | None:
 
 
 def _publisher() -> None:
+    """Publish every interval; between publications, sample the training thread's stack
+    (`sampler`) at jittered intervals around its period."""
     st = STATE
     interval = _interval()
+    hz = sample_hz()
+    period = 1.0 / hz if hz else None
+    main = threading.main_thread().ident
+    jitter = random.Random(os.getpid()).random
     try:
         publish_now()
-        while not st.stop.wait(interval):
-            if not st.on:
+        due = clock() + interval
+        while True:
+            now = clock()
+            wait = due - now
+            if period is not None:
+                wait = min(wait, period * (0.5 + jitter()))
+            if st.stop.wait(max(0.0, wait)) or not st.on:
                 break
-            publish_now()
+            now = clock()
+            if period is not None:
+                st.stacks.sample(now, st.entered != 0.0, main)
+            if now >= due:
+                publish_now()
+                due = max(due + interval, clock())
     except Exception as exc:
         fail("publishing", exc)
 
@@ -182,6 +200,25 @@ def snapshot() -> dict[str, Any]:
         "num_workers": st.num_workers,
         "framework": st.framework,
         "data_wait_note": note,
+        **_stack_figures(),
+    }
+
+
+def _stack_figures() -> dict[str, Any]:
+    """The stack sampler's figures (`sampler`; `layout` documents them)."""
+    stacks = STATE.stacks
+    sampled = stacks.samples > 0
+    return {
+        "stack_hz": sample_hz(),
+        "stack_samples": stacks.samples,
+        "phase_samples": {k: v for k, v in stacks.phases.items() if v},
+        "user_lines": stacks.top_lines(),
+        "stack_phase": stacks.phase if sampled else None,
+        "stack_where": stacks.where() if sampled else None,
+        "stack_line": stacks.user_line() if sampled else None,
+        "stack_still_s": max(0.0, stacks.t - stacks.since) if sampled else None,
+        "stack_sig": stacks.signature() if sampled else None,
+        "stack": stacks.stack() if sampled else [],
     }
 
 

@@ -56,6 +56,7 @@ class Sampling:
         self.on = threading.Event()
         self.stop = threading.Event()
         self.cpu = 0.0
+        self.held = 0.0
         self.main = threading.main_thread().ident
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -66,7 +67,9 @@ class Sampling:
             self.on.wait()
             t0 = time.thread_time()
             while self.on.is_set() and not self.stop.wait(self.period * (0.5 + jitter())):
-                self.sampler.sample(time.perf_counter(), False, self.main)
+                t = time.perf_counter()
+                self.sampler.sample(t, False, self.main)
+                self.held += time.perf_counter() - t
             self.cpu += time.thread_time() - t0
 
 
@@ -107,14 +110,16 @@ def main() -> None:
     sampling = Sampling(args.hz)
     deep(DEPTH, spin, args.work // 10)  # warm-up
 
-    def run(on: bool) -> float:
+    cpu_pairs: list[float] = []
+
+    def run(on: bool) -> tuple[float, float]:
         if on:
             sampling.on.set()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         deep(DEPTH, spin, args.work)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
         sampling.on.clear()
-        return wall
+        return wall, cpu
 
     pairs = []
     walls_on = 0.0
@@ -123,8 +128,9 @@ def main() -> None:
             off, on = run(False), run(True)
         else:
             on, off = run(True), run(False)
-        walls_on += on
-        pairs.append(100.0 * (on - off) / off)
+        walls_on += on[0]
+        pairs.append(100.0 * (on[0] - off[0]) / off[0])
+        cpu_pairs.append(100.0 * (on[1] - off[1]) / off[1])
     sampling.stop.set()
     sampling.on.set()
     sampling.thread.join()
@@ -133,6 +139,12 @@ def main() -> None:
           f"{args.work:,} iterations: {statistics.median(pairs):+.2f} % slower with sampling "
           f"at {args.hz:g} Hz (median; quartiles {low:+.2f} / {high:+.2f} %), "
           f"{sampling.sampler.samples} samples")
+    low, _, high = statistics.quantiles(cpu_pairs, n=4)
+    print(f"2b. the loop's own CPU time (thread_time: what other processes' load does not "
+          f"blur): {statistics.median(cpu_pairs):+.2f} % with sampling "
+          f"(quartiles {low:+.2f} / {high:+.2f} %)")
+    print(f"2c. the GIL held by the sampler (its samples' time over the loop's wall time): "
+          f"{100.0 * sampling.held / walls_on:.3f} %")
     print(f"3. the sampler thread's CPU: {100.0 * sampling.cpu / walls_on:.3f} % of one core "
           f"while sampling")
 

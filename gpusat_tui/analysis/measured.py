@@ -15,6 +15,7 @@ other way), and publications older than ``probe_max_age_s`` are not evidence.
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,6 +80,14 @@ class ProbeFacts:
     wait_note: str | None = None
     #: Whose hooks measured ("torch", "tf.data", "mindspore"...).
     framework: str | None = None
+    #: The training thread's newest sampled stack (`ProbeSample`): for how long it has not
+    #: changed, its phase, the framework function that decided it, its innermost user line
+    #: ("train.py:88") and its signature; None without a sampling probe.
+    stack_still_s: float | None = None
+    stack_phase: str | None = None
+    stack_where: str | None = None
+    stack_line: str | None = None
+    stack_sig: str | None = None
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -121,8 +130,26 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             wait_note=note if isinstance(note, str) and note else None,
             framework=(getattr(p, "framework", None)
                        if isinstance(getattr(p, "framework", None), str) else None),
+            stack_still_s=num(getattr(p, "stack_still_s", None)),
+            stack_phase=_text(getattr(p, "stack_phase", None)),
+            stack_where=_text(getattr(p, "stack_where", None)),
+            stack_line=_stack_line(p),
+            stack_sig=_text(getattr(p, "stack_sig", None)),
         ))
     return tuple(out)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _stack_line(p: object) -> str | None:
+    """``train.py:88``: the newest sampled stack's innermost user line (`ProbeFacts`)."""
+    line = getattr(p, "stack_line", None)
+    file, number = getattr(line, "file", None), getattr(line, "line", None)
+    if isinstance(file, str) and isinstance(number, int):
+        return f"{os.path.basename(file)}:{number}"
+    return None
 
 
 def _count(value: object) -> int | None:

@@ -122,7 +122,7 @@ def with_measurement(
         return verdict
     if verdict.kind == "starving" and wait < th.data_wait_low_pct:
         return _not_data(verdict, f, th, evidence(), meas, line)
-    if verdict.kind == "fragmenting":  # the allocator decided: its figures stay first
+    if verdict.kind in ("fragmenting", "stalled"):  # what decided it stays first
         return verdict.model_copy(update={"why": [*verdict.why, line]})
     return verdict.model_copy(update={"why": [line, *verdict.why]})
 

@@ -31,8 +31,10 @@ __all__ = [
     "figures",
     "framework_words",
     "frozen_lines",
+    "lines_words",
     "note_line",
     "percent",
+    "phases_words",
     "place_words",
     "ranks_words",
     "rate",
@@ -272,11 +274,11 @@ def _who(p: StackFigures) -> str:
     return f"rank {p.rank}" if p.rank is not None else f"the trainer (PID {p.pid})"
 
 
-def place_words(p: StackFigures) -> str:
+def place_words(stack_where: str | None, stack_line: str | None) -> str:
     """``in torch.distributed.all_reduce (train.py:88)``, ``at train.py:60`` (no framework
     function decided the phase), ``in an unknown place`` (no stack)."""
-    where = clean(p.stack_where, 120) if p.stack_where else None
-    line = clean(p.stack_line, 120) if p.stack_line else None
+    where = clean(stack_where, 120) if stack_where else None
+    line = clean(stack_line, 120) if stack_line else None
     if where and line:
         return f"in {where} ({line})"
     if where:
@@ -290,22 +292,21 @@ def frozen_lines(probes: Sequence[StackFigures]) -> list[str]:
     """Where each stopped trainer waits, and in a job of several ranks which one is elsewhere
     (the likely culprit): the ranks not in a collective while others wait in one, else a rank
     whose stack differs from all the others'."""
-    lines = [
-        f"{_who(p)} has waited {_seconds(p.stack_still_s or 0.0)} {place_words(p)}"
-        for p in probes
-    ]
+    lines = [f"{_who(p)} has waited {_seconds(p.stack_still_s or 0.0)} "
+             f"{place_words(p.stack_where, p.stack_line)}" for p in probes]
     if len(probes) < 2:
         return lines
     ranked = [p for p in probes if p.rank is not None]
     waiting = [p for p in ranked if p.stack_phase == "collective"]
     elsewhere = [p for p in ranked if p.stack_phase != "collective"]
     if waiting and elsewhere:
-        lines.append(
-            f"{ranks_words([p.rank for p in waiting if p.rank is not None])} "
-            f"{'waits' if len(waiting) == 1 else 'wait'} in a collective; {ranks_words([p.rank for p in elsewhere if p.rank is not None])} "
-            f"{'is' if len(elsewhere) == 1 else 'are'} elsewhere "
-            f"({', '.join(place_words(p) for p in elsewhere[:3])}): the likely culprit"
-        )
+        waiting_ranks = ranks_words([p.rank for p in waiting if p.rank is not None])
+        other_ranks = ranks_words([p.rank for p in elsewhere if p.rank is not None])
+        verb, be = ("waits" if len(waiting) == 1 else "wait",
+                    "is" if len(elsewhere) == 1 else "are")
+        places = ", ".join(place_words(p.stack_where, p.stack_line) for p in elsewhere[:3])
+        lines.append(f"{waiting_ranks} {verb} in a collective; {other_ranks} {be} elsewhere "
+                     f"({places}): the likely culprit")
         return lines
     sigs: dict[str | None, list[StackFigures]] = {}
     for p in ranked:
@@ -313,6 +314,33 @@ def frozen_lines(probes: Sequence[StackFigures]) -> list[str]:
     odd = [group[0] for group in sigs.values() if len(group) == 1]
     if len(ranked) >= 3 and len(sigs) == 2 and len(odd) == 1:
         culprit = odd[0]
-        lines.append(f"{_who(culprit)}'s stack differs from the other ranks' "
-                     f"({place_words(culprit)}): the likely culprit")
+        place = place_words(culprit.stack_where, culprit.stack_line)
+        lines.append(f"{_who(culprit)}'s stack differs from the other ranks' ({place}): "
+                     "the likely culprit")
     return lines
+
+
+def phases_words(
+    step_ms: float | None, phases: dict[str, float], *, tight: bool = False
+) -> str | None:
+    """``step 458 ms: data 72 % · forward 10 % · backward 12 % · optimizer 3 % · other 3 %``
+    (``phases``: phase -> percent, `stack_shares`); None without a share. A share that
+    rounds to 0 is left out."""
+    from gpusat_tui.probe.phases import PHASE_WORDS
+
+    parts = [f"{PHASE_WORDS.get(k, clean(k, 16))} {percent(v, tight=tight)}"
+             for k, v in phases.items() if round(v) > 0]
+    if not parts:
+        return None
+    head = f"step {step_ms:,.0f} ms: " if step_ms is not None else "step: "
+    return head + " · ".join(parts)
+
+
+def lines_words(lines: Iterable[tuple[str, int, str, float]], *, tight: bool = False) -> str | None:
+    """``train.py:88 main 42 % · train.py:40 collate 12 %``: the user's hottest lines
+    (file, line, function, percent), None without one."""
+    parts = []
+    for file, line, function, pct in lines:
+        name = clean(file.rsplit("/", 1)[-1], 60)
+        parts.append(f"{name}:{line} {clean(function, 40)} {percent(pct, tight=tight)}")
+    return " · ".join(parts) or None

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from gpusat_tui.collectors import all_specs
+from tests.commands.test_check_probe import BUSY, check
+from tests.fakes.tool import FakeBin
 from tests.probe_helpers import JOBS, probe_docs, run_argv, start_job, stop_job, wait_ready
 
 pytest.importorskip("torch", reason="torch not installed")
@@ -44,13 +47,18 @@ def window(probe_dir: Path, pid: int, samples: int) -> tuple[dict[str, Any], dic
                          f"{probe_docs(probe_dir).get(pid)}")
 
 
-def test_the_step_splits_into_its_known_phases(private_probe_dir: Path) -> None:
+def test_the_step_splits_into_its_known_phases(
+    fake_bin: FakeBin, private_probe_dir: Path
+) -> None:
+    spec = next(s for s in all_specs() if s.tool == "hy-smi")
+    fake_bin.add_for_spec(spec, [[BUSY]])
     args = [f"--{k}-ms={v:g}" for k, v in STEP_MS.items()]
     proc = start_job(private_probe_dir, argv=run_argv(sys.executable, JOB, *args),
                      extra={"GPUSAT_PROBE_STACK_HZ": "100"})
     try:
         pid = wait_ready(proc)
         first, last = window(private_probe_dir, pid, SAMPLES)
+        report = check(fake_bin, private_probe_dir, duration=3.0)
     finally:
         rc, _, err = stop_job(proc)
     assert rc == 0, err
@@ -71,3 +79,12 @@ def test_the_step_splits_into_its_known_phases(private_probe_dir: Path) -> None:
     assert last["stack"][0][1] == "<module>" and last["stack"][-1][2] == "phase_shares_job.py"
     assert last["stack_phase"] in SHARES and last["stack_still_s"] < 5.0
     assert len(last["stack_sig"]) == 8
+
+    # check --json: the same fields over its run (a few seconds: shares only roughly)
+    [trainer] = [p for p in report["processes"] if p["pid"] == pid]
+    stack = trainer["probe"]["stack"]
+    assert stack["samples"] > 0 and set(stack["phases_pct"]) >= set(SHARES), stack
+    assert abs(sum(stack["phases_pct"].values()) - 100.0) < 1.0, stack
+    assert stack["user_lines"][0]["function"] == "spin", stack
+    assert stack["frames"][0].startswith("__main__.<module> (phase_shares_job.py:"), stack
+    assert stack["phase"] in SHARES and len(stack["sig"]) == 8

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.probe_words import note_line, wait_sentence
+from gpusat_tui.analysis.stack_shares import StackShares, stack_shares
 from gpusat_tui.analysis.window import num
-from gpusat_tui.model import Frame, ProbeAlloc
+from gpusat_tui.model import CodeLine, Frame, ProbeAlloc
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.thresholds import Thresholds
@@ -88,6 +89,10 @@ class ProbeFacts:
     stack_where: str | None = None
     stack_line: str | None = None
     stack_sig: str | None = None
+    #: The sampler's cumulative counts (`stack_shares` takes a window's shares from two).
+    stack_samples: int = 0
+    phase_samples: Mapping[str, int] = field(default_factory=dict)
+    user_lines: tuple[CodeLine, ...] = ()
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -135,8 +140,21 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             stack_where=_text(getattr(p, "stack_where", None)),
             stack_line=_stack_line(p),
             stack_sig=_text(getattr(p, "stack_sig", None)),
+            stack_samples=_count(getattr(p, "stack_samples", 0)) or 0,
+            phase_samples=_mapping(getattr(p, "phase_samples", None)),
+            user_lines=_lines(getattr(p, "user_lines", ())),
         ))
     return tuple(out)
+
+
+def _mapping(value: object) -> Mapping[str, int]:
+    return value if isinstance(value, dict) else {}
+
+
+def _lines(value: object) -> tuple[CodeLine, ...]:
+    if not isinstance(value, tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, CodeLine))
 
 
 def _text(value: object) -> str | None:
@@ -210,6 +228,9 @@ class Rank:
     #: The DataLoader's worker processes as the probe read them; None if unknown.
     num_workers: int | None = None
     world_size: int | None = None
+    #: The step's phases and the user's hottest lines over the window (`stack_shares`); None
+    #: without a sampling probe.
+    stack: StackShares | None = None
     #: Batches and optimizer steps counted over the window, and the phase they show.
     batches_delta: int = 0
     steps_delta: int = 0
@@ -283,6 +304,7 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             phase=phase,
             wait_note=last.wait_note,
             framework=last.framework,
+            stack=stack_shares(first, newest),
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks

@@ -10,12 +10,25 @@ Pure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-from gpusat_tui.model import CodeLine, ProbeSample
+from gpusat_tui.model import CodeLine
 from gpusat_tui.probe.phases import PHASES
 
-__all__ = ["LineShare", "StackShares", "stack_shares"]
+__all__ = ["LineShare", "StackCounts", "StackShares", "stack_shares"]
+
+
+class StackCounts(Protocol):
+    """One publication's cumulative stack counts (`ProbeSample`, `measured.ProbeFacts`)."""
+
+    @property
+    def stack_samples(self) -> int: ...
+    @property
+    def phase_samples(self) -> Mapping[str, int]: ...
+    @property
+    def user_lines(self) -> tuple[CodeLine, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +50,9 @@ class StackShares:
     lines: tuple[LineShare, ...]
 
 
-def stack_shares(first: ProbeSample | None, last: ProbeSample, top: int = 5) -> StackShares | None:
+def stack_shares(
+    first: StackCounts | None, last: StackCounts, top: int = 5
+) -> StackShares | None:
     """Shares between ``first`` and ``last`` (one trainer's publications; ``first`` None or
     the same: since the probe started); None without samples in the span."""
     base = first if first is not None and first is not last and (
@@ -46,7 +61,7 @@ def stack_shares(first: ProbeSample | None, last: ProbeSample, top: int = 5) -> 
     total = last.stack_samples - (base.stack_samples if base is not None else 0)
     if total <= 0:
         return None
-    before = base.phase_samples if base is not None else {}
+    before: Mapping[str, int] = base.phase_samples if base is not None else {}
     phases = {}
     for phase in PHASES:
         count = last.phase_samples.get(phase, 0) - before.get(phase, 0)

@@ -85,6 +85,13 @@ def start_publisher() -> None:
     st.dir = folder
     st.path = os.path.join(folder, file_name(os.getpid()))
     st.prev = (st.t0, 0, 0, 0.0)
+    # Rates count from the end of the batch (step) that started the probe: the batches after
+    # it lie whole inside the span, that one does not (with 3 s steps, counting it from here
+    # read twice the true rate until the window forgot it).
+    if st.batches:
+        st.prev_batch = (st.last_batch, st.batches)
+    if st.steps:
+        st.prev_step = (st.last_step, st.steps)
     atexit.register(at_exit)
     thread = threading.Thread(target=_publisher, name="gpusat-probe", daemon=True)
     st.thread = thread

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gpusat_tui.analysis.probe_rates import span_rates
-from gpusat_tui.analysis.probe_words import note_line, wait_sentence
+from gpusat_tui.analysis.probe_words import lines_words, note_line, phases_words, wait_sentence
 from gpusat_tui.analysis.stack_shares import StackShares, stack_shares
 from gpusat_tui.analysis.window import num
 from gpusat_tui.model import CodeLine, Frame, ProbeAlloc
@@ -352,6 +352,23 @@ class Measured:
     @property
     def guess(self) -> bool:
         return any(r.tie == "guess" for r in self.ranks)
+
+    def phase_line(self) -> str | None:
+        """``why``'s line for where the main rank's step goes over the window, with its
+        hottest user line ("step 458 ms: data 62 % · forward 20 % · …; hottest line
+        train.py:40 collate_fn 58 %"); None without a sampling probe."""
+        main = self.main
+        shares = main.stack
+        if shares is None:
+            return None
+        words = phases_words(main.step_ms, shares.phases)
+        if words is None:
+            return None
+        hot = lines_words((s.line.file, s.line.line, s.line.function, s.pct)
+                          for s in shares.lines[:1])
+        who = f"{main.who}: " if len(self.ranks) > 1 else ""
+        return f"{who}{words}" + (f"; hottest line {hot}" if hot else "") + \
+            " (the trainer's sampled stack)"
 
     def wait_line(self, th: Thresholds) -> str:
         """``why``'s line for the main rank's measured data wait (`probe_words`)."""

@@ -111,6 +111,20 @@ def with_measurement(
     meas: Measured,
 ) -> Verdict:
     """``verdict`` (decided by the outside figures) completed with what the probe measured."""
+    verdict = _measured_why(verdict, f, th, evidence, meas)
+    phases = meas.phase_line()
+    if phases is None or phases in verdict.why or verdict.kind == "idle":
+        return verdict
+    return verdict.model_copy(update={"why": [*verdict.why, phases]})
+
+
+def _measured_why(
+    verdict: Verdict,
+    f: CardFigures,
+    th: Thresholds,
+    evidence: Callable[[], HostEvidence],
+    meas: Measured,
+) -> Verdict:
     wait = meas.wait_pct
     notes = [n for n in meas.note_lines() if n not in verdict.why]
     if notes:

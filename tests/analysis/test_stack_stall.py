@@ -101,3 +101,20 @@ def test_the_rank_whose_stack_differs_is_named() -> None:
     assert frozen_lines(odd)[-1] == ("rank 3's stack differs from the other ranks' "
                                      "(at train.py:70): the likely culprit")
     assert ranks_words([0, 2, 5]) == "ranks 0, 2, 5"
+
+
+def test_why_quotes_where_the_step_goes_with_its_hottest_line() -> None:
+    """A host-bound step: the verdict's why quotes its phases over the window and its
+    hottest user line, from the sampler's cumulative counts."""
+    def at(i: int) -> ProbeSample:
+        return probe(i, still=0.1).model_copy(update={
+            "stack_samples": 100 * (i + 1), "batches": 50 + 5 * i, "last_batch_s": 100.0 + i,
+            "phase_samples": {"data": 62 * (i + 1), "forward": 20 * (i + 1),
+                              "other": 18 * (i + 1)},
+            "user_lines": (CodeLine(file="/home/u/train.py", line=40, function="collate_fn",
+                                    samples=58 * (i + 1)),),
+        })
+    window = frames(90.0, [[at(i)] for i in range(N)], [trainer(cpu=100.0)])
+    v = judge(window).cards["nvidia:0"]
+    assert ("step 180 ms: data 62 % · forward 20 % · other 18 %; hottest line train.py:40 "
+            "collate_fn 58 % (the trainer's sampled stack)") in v.why, v.why

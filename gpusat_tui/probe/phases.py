@@ -112,9 +112,16 @@ SAVE_FUNCTIONS = frozenset({
 })
 
 
+#: Functions that are a forward pass wherever they are: Lightning's ``training_step`` (the
+#: user's forward and loss, which Lightning runs in a closure inside the optimizer's step).
+FORWARD_FUNCTIONS = frozenset({"training_step"})
+
+
 def frame_phase(module: str, function: str) -> str | None:
     """The phase one frame names by itself (None: it names none; "evaluation"/"checkpoint"
     from a function name: the whole stack's, see `stack_phase`)."""
+    if function in FORWARD_FUNCTIONS:
+        return "forward"
     if function in EVAL_FUNCTIONS:
         return "evaluation"
     if function in SAVE_FUNCTIONS:

@@ -88,3 +88,29 @@ def test_the_step_splits_into_its_known_phases(
     assert stack["user_lines"][0]["function"] == "spin", stack
     assert stack["frames"][0].startswith("__main__.<module> (phase_shares_job.py:"), stack
     assert stack["phase"] in SHARES and len(stack["sig"]) == 8
+
+
+@pytest.mark.frameworks
+@pytest.mark.parametrize("stack", ["hf", "lightning"])
+def test_hf_and_lightning_steps_read_as_forward_backward_and_optimizer(
+    private_probe_dir: Path, tmp_path: Path, stack: str
+) -> None:
+    """Unmodified HF ``Trainer`` and Lightning ``Trainer.fit`` (`probe_jobs/stack_job.py`):
+    each of forward, backward and optimizer is sampled (Lightning runs the forward and the
+    backward in a closure inside the optimizer's step: read innermost first)."""
+    pytest.importorskip("transformers" if stack == "hf" else "lightning")
+    control = tmp_path / "control.json"
+    control.write_text('{"sleep_ms": 0, "compute_ms": 40}')
+    proc = start_job(private_probe_dir, argv=run_argv(
+        sys.executable, str(JOBS / "stack_job.py"), "--stack", stack, "--control", str(control)),
+        extra={"GPUSAT_PROBE_STACK_HZ": "100"})
+    try:
+        pid = wait_ready(proc, timeout=240)
+        _, last = window(private_probe_dir, pid, 400)
+    finally:
+        rc, _, err = stop_job(proc, timeout=120)
+    assert rc == 0, err[-2000:]
+    phases = last["phase_samples"]
+    for phase in ("forward", "backward", "optimizer"):
+        assert phases.get(phase, 0) > 0, (phase, phases)
+    assert last["user_lines"], last

@@ -33,6 +33,9 @@ def phase_of(*frames: tuple[str, str]) -> str:
     ([("torch.nn.modules.module", "_call_impl"), ("lightning.pytorch.loops", "closure"),
       ("torch.optim.optimizer", "wrapper"), ("lightning.pytorch.core.module", "step")],
      "forward"),
+    # ... and its own training_step code (outside any module call) is forward too
+    ([("__main__", "training_step"), ("lightning.pytorch.loops", "closure"),
+      ("torch.optim.optimizer", "wrapper")], "forward"),
     # a model's state_dict under HF's checkpoint save is saving, not forward
     ([("torch.nn.modules.module", "state_dict"), ("transformers.trainer", "_save_checkpoint")],
      "checkpoint"),

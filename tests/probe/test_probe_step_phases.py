@@ -114,3 +114,28 @@ def test_hf_and_lightning_steps_read_as_forward_backward_and_optimizer(
     for phase in ("forward", "backward", "optimizer"):
         assert phases.get(phase, 0) > 0, (phase, phases)
     assert last["user_lines"], last
+
+
+@pytest.mark.frameworks
+def test_a_paddle_step_reads_as_data_compute_and_the_loop_s_own_code(
+    private_probe_dir: Path
+) -> None:
+    """A real PaddlePaddle loop (`probe_jobs/paddle_job.py`: a dataset that sleeps, a real
+    forward, backward and optimizer step, then the loop's own busy-wait): data from Paddle's
+    timed iterator, forward, backward and optimizer from ``paddle.nn``, ``Tensor.backward``
+    and ``paddle.optimizer``, the busy-wait as other."""
+    pytest.importorskip("paddle")
+    proc = start_job(private_probe_dir, argv=run_argv(
+        sys.executable, str(JOBS / "paddle_job.py"), "--sleep-ms", "30", "--compute-ms", "30"),
+        extra={"GPUSAT_PROBE_STACK_HZ": "100"})
+    try:
+        pid = wait_ready(proc, timeout=240)
+        first, last = window(private_probe_dir, pid, 400)
+    finally:
+        rc, _, err = stop_job(proc, timeout=120)
+    assert rc == 0, err[-2000:]
+    phases = {k: v - first["phase_samples"].get(k, 0) for k, v in last["phase_samples"].items()}
+    for phase in ("data", "forward", "backward", "optimizer", "other"):
+        assert phases.get(phase, 0) > 0, (phase, phases)
+    # The sleep (30 ms a batch, in the loop's own process) is a large share of the step.
+    assert phases["data"] / sum(phases.values()) > 0.2, phases

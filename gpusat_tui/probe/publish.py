@@ -214,7 +214,7 @@ def snapshot() -> dict[str, Any]:
 def _stack_figures() -> dict[str, Any]:
     """The stack sampler's figures (`sampler`; `layout` documents them)."""
     stacks = STATE.stacks
-    sampled = stacks.samples > 0
+    sampled = bool(stacks.frames)  # a current stack (none yet, or its thread ended)
     return {
         "stack_hz": sample_hz(),
         "stack_samples": stacks.samples,

@@ -113,6 +113,9 @@ class StackSampler:
         ident = self.thread if self.thread is not None else main_ident
         frame = sys._current_frames().get(ident) if ident is not None else None
         if frame is None:
+            # The thread ended: no current stack (a stack kept from before would read as
+            # one that stands still for good).
+            self.frames, self.phase, self.phase_at, self.sig = (), None, -1, None
             return False
         walked: list[tuple[CodeType, int]] = []
         phases: list[str | None] = []

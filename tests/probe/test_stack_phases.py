@@ -107,3 +107,6 @@ def test_a_blocked_thread_reads_still_at_its_line_and_a_gone_one_is_not_sampled(
     thread.join(10)
     assert not sampler.sample(now + 7, False, None)
     assert sampler.samples == 7
+    # No current stack once its thread is gone: nothing stands still for good.
+    assert (sampler.frames, sampler.phase, sampler.signature(), sampler.user_line()) == (
+        (), None, None, None)

@@ -286,6 +286,20 @@ class ProbeAlloc(_Model):
     ooms: int | None = None
 
 
+class CodeLine(_Model):
+    """A line of code in a trainer's stack, as the probe's stack sampler read it."""
+
+    #: The module (``__name__`` of its globals: ``__main__`` for the script) and the function
+    #: (qualified: ``Model.forward``); empty where the probe gave none.
+    module: str = ""
+    function: str = ""
+    #: The file as the code names it (a path for a user line, a base name in a stack).
+    file: str = ""
+    line: int = 0
+    #: Samples there (a user line's cumulative count; 0 in a stack).
+    samples: int = 0
+
+
 class ProbeSample(_Model):
     """Figures measured inside one training process by the probe (``gpusat-tui run``).
 
@@ -338,10 +352,31 @@ class ProbeSample(_Model):
     #: Addition: why this trainer's data wait is not measured (Keras ``fit``, data sink mode,
     #: a DALI/Ray Data pipeline, a rank fed by broadcast); then ``data_wait_pct`` is None.
     data_wait_note: str | None = None
+    #: Additions: the training thread's stack, sampled ``stack_hz`` times a second by the
+    #: probe (None/empty: an older probe, or sampling off). ``stack_samples`` and
+    #: ``phase_samples`` (phase -> samples, `gpusat_tui.probe.phases.PHASES`) and each user
+    #: line's ``samples`` are cumulative, so a window's shares come from two samples.
+    stack_hz: float | None = None
+    stack_samples: int = 0
+    phase_samples: dict[str, int] = Field(default_factory=dict)
+    #: The most sampled lines of the user's own code (innermost frame outside the standard
+    #: library and installed packages), most sampled first.
+    user_lines: tuple[CodeLine, ...] = ()
+    #: The newest sample: its phase, the framework function that decided it
+    #: ("torch.distributed.all_reduce"), its innermost user line, and for how many seconds
+    #: the stack had not changed.
+    stack_phase: str | None = None
+    stack_where: str | None = None
+    stack_line: CodeLine | None = None
+    stack_still_s: float | None = None
+    #: 8 hex digits naming the newest stack (equal on ranks stopped at the same place), and
+    #: its innermost frames, outermost first.
+    stack_sig: str | None = None
+    stack: tuple[CodeLine, ...] = ()
 
     @field_validator(
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "data_wait_s",
-        "elapsed_s", "age_s", "last_batch_s", "last_step_s",
+        "elapsed_s", "age_s", "last_batch_s", "last_step_s", "stack_hz", "stack_still_s",
         mode="before",
     )
     @classmethod

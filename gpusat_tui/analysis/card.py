@@ -21,6 +21,7 @@ from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
+from gpusat_tui.analysis.probe_words import frozen_lines
 from gpusat_tui.analysis.stall import Stall
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import interval_s
@@ -170,7 +171,15 @@ def _decide(
         why = ["VRAM not reported", util_line, power_line]
         return make_verdict("idle", None, why, ["Nothing seems to run on this card"], 0.5, f)
 
-    # 1b. what the probe measured, where it decides (data wait, allocator)
+    # 1b. a training thread that stopped (no batch, its sampled stack still) in a wait that
+    # spins the card: stalled whatever the utilisation says
+    if stall is not None and held and measured is not None and u.median > th.idle_util_pct:
+        found = stall()
+        if (found is not None and found.frozen and found.frozen_polls == found.polls
+                and found.seconds >= th.stall_min_s):
+            return _stalled(f, th, found, power_line)
+
+    # 1c. what the probe measured, where it decides (data wait, allocator)
     if measured is not None:
         from gpusat_tui.analysis.probe_rules import measured_verdict
 
@@ -347,9 +356,18 @@ def _decide(
 def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> Verdict:
     span = stall_span(found.seconds, found.open_start)
     mem = f" ({pct(found.mem_pct)} used)" if found.mem_pct is not None else ""
+    if found.frozen and found.frozen_polls == found.polls:
+        first = (f"stalled for {span}: no batch, and the training thread's stack has not "
+                 f"changed (sampled by the probe); the card holds its VRAM{mem}")
+        if f.util.median > th.idle_util_pct:
+            first += (f" while {f.label} reads {pct(f.util.median)}: a wait that spins, "
+                      "not work")
+    else:
+        first = (f"stalled for {span}: {f.label} at or below {pct(th.idle_util_pct)} in every "
+                 f"poll while the card holds its VRAM{mem}")
     why = [
-        f"stalled for {span}: {f.label} at or below {pct(th.idle_util_pct)} in every poll "
-        f"while the card holds its VRAM{mem}",
+        first,
+        *frozen_lines(found.frozen),
         *_nothing_moves(found),
         power_line,
         f"a stall is called after {duration(th.stall_min_s)} of this: a pause between epochs "
@@ -372,6 +390,9 @@ def _nothing_moves(found: Stall) -> list[str]:
     if found.n_workers:
         who += f" and {plural(found.n_workers, 'DataLoader worker')}"
     lines = [f"the {who} at most {pct(found.max_cpu)} CPU all that time"]
+    if found.busy_threads:
+        lines.append("other threads of the trainer read and write (a heartbeat, a logger, a "
+                     "watchdog), but its training thread has not moved: that is no progress")
     if found.probe_polls:
         lines.append("the probe in the trainer counted no batch: the loop makes no progress")
     if found.counter_polls:

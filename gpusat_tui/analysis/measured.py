@@ -15,15 +15,17 @@ other way), and publications older than ``probe_max_age_s`` are not evidence.
 
 from __future__ import annotations
 
+import os
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gpusat_tui.analysis.probe_rates import span_rates
-from gpusat_tui.analysis.probe_words import note_line, wait_sentence
+from gpusat_tui.analysis.probe_words import lines_words, note_line, phases_words, wait_sentence
+from gpusat_tui.analysis.stack_shares import StackShares, stack_shares
 from gpusat_tui.analysis.window import num
-from gpusat_tui.model import Frame, ProbeAlloc
+from gpusat_tui.model import CodeLine, Frame, ProbeAlloc
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.thresholds import Thresholds
@@ -79,6 +81,18 @@ class ProbeFacts:
     wait_note: str | None = None
     #: Whose hooks measured ("torch", "tf.data", "mindspore"...).
     framework: str | None = None
+    #: The training thread's newest sampled stack (`ProbeSample`): for how long it has not
+    #: changed, its phase, the framework function that decided it, its innermost user line
+    #: ("train.py:88") and its signature; None without a sampling probe.
+    stack_still_s: float | None = None
+    stack_phase: str | None = None
+    stack_where: str | None = None
+    stack_line: str | None = None
+    stack_sig: str | None = None
+    #: The sampler's cumulative counts (`stack_shares` takes a window's shares from two).
+    stack_samples: int = 0
+    phase_samples: Mapping[str, int] = field(default_factory=dict)
+    user_lines: tuple[CodeLine, ...] = ()
 
 
 def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
@@ -121,8 +135,39 @@ def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
             wait_note=note if isinstance(note, str) and note else None,
             framework=(getattr(p, "framework", None)
                        if isinstance(getattr(p, "framework", None), str) else None),
+            stack_still_s=num(getattr(p, "stack_still_s", None)),
+            stack_phase=_text(getattr(p, "stack_phase", None)),
+            stack_where=_text(getattr(p, "stack_where", None)),
+            stack_line=_stack_line(p),
+            stack_sig=_text(getattr(p, "stack_sig", None)),
+            stack_samples=_count(getattr(p, "stack_samples", 0)) or 0,
+            phase_samples=_mapping(getattr(p, "phase_samples", None)),
+            user_lines=_lines(getattr(p, "user_lines", ())),
         ))
     return tuple(out)
+
+
+def _mapping(value: object) -> Mapping[str, int]:
+    return value if isinstance(value, dict) else {}
+
+
+def _lines(value: object) -> tuple[CodeLine, ...]:
+    if not isinstance(value, tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, CodeLine))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _stack_line(p: object) -> str | None:
+    """``train.py:88``: the newest sampled stack's innermost user line (`ProbeFacts`)."""
+    line = getattr(p, "stack_line", None)
+    file, number = getattr(line, "file", None), getattr(line, "line", None)
+    if isinstance(file, str) and isinstance(number, int):
+        return f"{os.path.basename(file)}:{number}"
+    return None
 
 
 def _count(value: object) -> int | None:
@@ -183,6 +228,9 @@ class Rank:
     #: The DataLoader's worker processes as the probe read them; None if unknown.
     num_workers: int | None = None
     world_size: int | None = None
+    #: The step's phases and the user's hottest lines over the window (`stack_shares`); None
+    #: without a sampling probe.
+    stack: StackShares | None = None
     #: Batches and optimizer steps counted over the window, and the phase they show.
     batches_delta: int = 0
     steps_delta: int = 0
@@ -256,6 +304,7 @@ def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
             phase=phase,
             wait_note=last.wait_note,
             framework=last.framework,
+            stack=stack_shares(first, newest),
         ))
     ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
     return ranks
@@ -303,6 +352,23 @@ class Measured:
     @property
     def guess(self) -> bool:
         return any(r.tie == "guess" for r in self.ranks)
+
+    def phase_line(self) -> str | None:
+        """``why``'s line for where the main rank's step goes over the window, with its
+        hottest user line ("step 458 ms: data 62 % · forward 20 % · …; hottest line
+        train.py:40 collate_fn 58 %"); None without a sampling probe."""
+        main = self.main
+        shares = main.stack
+        if shares is None:
+            return None
+        words = phases_words(main.step_ms, shares.phases)
+        if words is None:
+            return None
+        hot = lines_words((s.line.file, s.line.line, s.line.function, s.pct)
+                          for s in shares.lines[:1])
+        who = f"{main.who}: " if len(self.ranks) > 1 else ""
+        return f"{who}{words}" + (f"; hottest line {hot}" if hot else "") + \
+            " (the trainer's sampled stack)"
 
     def wait_line(self, th: Thresholds) -> str:
         """``why``'s line for the main rank's measured data wait (`probe_words`)."""

@@ -111,6 +111,20 @@ def with_measurement(
     meas: Measured,
 ) -> Verdict:
     """``verdict`` (decided by the outside figures) completed with what the probe measured."""
+    verdict = _measured_why(verdict, f, th, evidence, meas)
+    phases = meas.phase_line()
+    if phases is None or phases in verdict.why or verdict.kind == "idle":
+        return verdict
+    return verdict.model_copy(update={"why": [*verdict.why, phases]})
+
+
+def _measured_why(
+    verdict: Verdict,
+    f: CardFigures,
+    th: Thresholds,
+    evidence: Callable[[], HostEvidence],
+    meas: Measured,
+) -> Verdict:
     wait = meas.wait_pct
     notes = [n for n in meas.note_lines() if n not in verdict.why]
     if notes:
@@ -122,7 +136,7 @@ def with_measurement(
         return verdict
     if verdict.kind == "starving" and wait < th.data_wait_low_pct:
         return _not_data(verdict, f, th, evidence(), meas, line)
-    if verdict.kind == "fragmenting":  # the allocator decided: its figures stay first
+    if verdict.kind in ("fragmenting", "stalled"):  # what decided it stays first
         return verdict.model_copy(update={"why": [*verdict.why, line]})
     return verdict.model_copy(update={"why": [line, *verdict.why]})
 

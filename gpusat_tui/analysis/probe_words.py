@@ -25,12 +25,18 @@ __all__ = [
     "NO_BATCH",
     "PROBE_STALE_S",
     "RankFigures",
+    "StackFigures",
     "allocator_detail",
     "allocator_words",
     "figures",
     "framework_words",
+    "frozen_lines",
+    "lines_words",
     "note_line",
     "percent",
+    "phases_words",
+    "place_words",
+    "ranks_words",
     "rate",
     "silent_words",
     "span_words",
@@ -222,3 +228,119 @@ def wait_sentence(rank: RankFigures, th: Thresholds, *, phase: str | None = None
     if guess:
         line += " (which card this trainer drives is a guess: local rank order)"
     return line
+
+
+# --- the sampled stack: where a trainer is, where it waits ---------------------------------
+
+
+class StackFigures(Protocol):
+    """What the stack sentences read of one trainer's probe (`measured.ProbeFacts`)."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def rank(self) -> int | None: ...
+    @property
+    def stack_still_s(self) -> float | None: ...
+    @property
+    def stack_phase(self) -> str | None: ...
+    @property
+    def stack_where(self) -> str | None: ...
+    @property
+    def stack_line(self) -> str | None: ...
+    @property
+    def stack_sig(self) -> str | None: ...
+
+
+def _seconds(value: float) -> str:
+    """``42 s``, ``3 min 20 s`` (as `wording.duration`, which this module cannot import)."""
+    if value < 90:
+        return f"{value:.0f} s"
+    minutes, rest = divmod(round(value), 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
+def ranks_words(ranks: Sequence[int]) -> str:
+    """``rank 3``, ``ranks 0–6`` (a run), ``ranks 0, 2, 5``."""
+    ordered = sorted(set(ranks))
+    if len(ordered) == 1:
+        return f"rank {ordered[0]}"
+    if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 2:
+        return f"ranks {ordered[0]}–{ordered[-1]}"
+    return "ranks " + ", ".join(str(r) for r in ordered)
+
+
+def _who(p: StackFigures) -> str:
+    return f"rank {p.rank}" if p.rank is not None else f"the trainer (PID {p.pid})"
+
+
+def place_words(stack_where: str | None, stack_line: str | None) -> str:
+    """``in torch.distributed.all_reduce (train.py:88)``, ``at train.py:60`` (no framework
+    function decided the phase), ``in an unknown place`` (no stack)."""
+    where = clean(stack_where, 120) if stack_where else None
+    line = clean(stack_line, 120) if stack_line else None
+    if where and line:
+        return f"in {where} ({line})"
+    if where:
+        return f"in {where}"
+    if line:
+        return f"at {line}"
+    return "in an unknown place"
+
+
+def frozen_lines(probes: Sequence[StackFigures]) -> list[str]:
+    """Where each stopped trainer waits, and in a job of several ranks which one is elsewhere
+    (the likely culprit): the ranks not in a collective while others wait in one, else a rank
+    whose stack differs from all the others'."""
+    lines = [f"{_who(p)} has waited {_seconds(p.stack_still_s or 0.0)} "
+             f"{place_words(p.stack_where, p.stack_line)}" for p in probes]
+    if len(probes) < 2:
+        return lines
+    ranked = [p for p in probes if p.rank is not None]
+    waiting = [p for p in ranked if p.stack_phase == "collective"]
+    elsewhere = [p for p in ranked if p.stack_phase != "collective"]
+    if waiting and elsewhere:
+        waiting_ranks = ranks_words([p.rank for p in waiting if p.rank is not None])
+        other_ranks = ranks_words([p.rank for p in elsewhere if p.rank is not None])
+        verb, be = ("waits" if len(waiting) == 1 else "wait",
+                    "is" if len(elsewhere) == 1 else "are")
+        places = ", ".join(place_words(p.stack_where, p.stack_line) for p in elsewhere[:3])
+        lines.append(f"{waiting_ranks} {verb} in a collective; {other_ranks} {be} elsewhere "
+                     f"({places}): the likely culprit")
+        return lines
+    sigs: dict[str | None, list[StackFigures]] = {}
+    for p in ranked:
+        sigs.setdefault(p.stack_sig, []).append(p)
+    odd = [group[0] for group in sigs.values() if len(group) == 1]
+    if len(ranked) >= 3 and len(sigs) == 2 and len(odd) == 1:
+        culprit = odd[0]
+        place = place_words(culprit.stack_where, culprit.stack_line)
+        lines.append(f"{_who(culprit)}'s stack differs from the other ranks' ({place}): "
+                     "the likely culprit")
+    return lines
+
+
+def phases_words(
+    step_ms: float | None, phases: dict[str, float], *, tight: bool = False
+) -> str | None:
+    """``step 458 ms: data 72 % · forward 10 % · backward 12 % · optimizer 3 % · other 3 %``
+    (``phases``: phase -> percent, `stack_shares`); None without a share. A share that
+    rounds to 0 is left out."""
+    from gpusat_tui.probe.phases import PHASE_WORDS
+
+    parts = [f"{PHASE_WORDS.get(k, clean(k, 16))} {percent(v, tight=tight)}"
+             for k, v in phases.items() if round(v) > 0]
+    if not parts:
+        return None
+    head = f"step {step_ms:,.0f} ms: " if step_ms is not None else "step: "
+    return head + " · ".join(parts)
+
+
+def lines_words(lines: Iterable[tuple[str, int, str, float]], *, tight: bool = False) -> str | None:
+    """``train.py:88 main 42 % · train.py:40 collate 12 %``: the user's hottest lines
+    (file, line, function, percent), None without one."""
+    parts = []
+    for file, line, function, pct in lines:
+        name = clean(file.rsplit("/", 1)[-1], 60)
+        parts.append(f"{name}:{line} {clean(function, 40)} {percent(pct, tight=tight)}")
+    return " · ".join(parts) or None

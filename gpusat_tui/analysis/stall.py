@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, clean_median
 from gpusat_tui.analysis.progress import poll_progress, probe_batches
+from gpusat_tui.analysis.stack_stall import Frozen, frozen_stack
 from gpusat_tui.analysis.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.evidence import ProcessTie
+    from gpusat_tui.analysis.measured import ProbeFacts
 
 __all__ = ["Stall", "StallPoll", "stall_lines", "stall_run"]
 
@@ -53,6 +55,14 @@ class Stall:
     #: The poll before the stall gave no CPU figures of the trainer (the monitor's first
     #: poll, a baseline): it may have begun earlier, nothing showed work.
     after_blank: bool = False
+    #: Polls of the stall at which every trainer's sampled stack stood still with no batch
+    #: (`stack_stall`); when all were, ``seconds`` is at least the newest still time.
+    frozen_polls: int = 0
+    #: The newest poll's frozen trainers (where each one waits), rank order; () if none.
+    frozen: tuple[ProbeFacts, ...] = ()
+    #: Other threads read and wrote (the counters moved) while the training thread stood
+    #: still: a heartbeat, a logger or a watchdog, not progress.
+    busy_threads: bool = False
 
 
 class StallPoll(NamedTuple):
@@ -75,6 +85,10 @@ class StallPoll(NamedTuple):
     #: The counters moved a little (`Progress.marginal`): a blip, as a CPU figure a little
     #: over the line is.
     blip: bool = False
+    #: Every trainer's sampled stack stood still with no batch (`stack_stall.frozen_stack`).
+    frozen: Frozen | None = None
+    #: The counters moved, but the training thread's stack did not: other threads' work.
+    busy_threads: bool = False
 
 
 #: A poll with the trainer tied but no CPU figures yet.
@@ -119,7 +133,8 @@ def _stall_poll(
     """What this poll shows of a stall, or None when it shows work somewhere (or no process
     evidence)."""
     reading = ff.cards[card_id]
-    if reading.util is None or reading.util > th.idle_util_pct:
+    busy = reading.util is None or reading.util > th.idle_util_pct
+    if busy and not ff.probes:
         return None
     if reading.mem_pct is not None:
         if reading.mem_pct < th.held_vram_pct:
@@ -130,40 +145,49 @@ def _stall_poll(
         tied = [p for p in ff.procs if card_id in tie.tied_cards(p)]
     else:
         tied = list(ff.procs)
+    trainers = [p for p in tied if p.is_trainer]
+    if not trainers:
+        return None  # no process evidence: a stall cannot be told from waiting for input
+    frozen = frozen_stack(ff, card_id, (p.pid for p in trainers), th) if ff.probes else None
+    # A busy card is a stall only while every trainer is frozen and one of them waits in a
+    # collective or a device sync (a collective that spins the card with no batch moving).
+    spinning = frozen is not None and frozen.waiting
+    if busy and not spinning:
+        return None
     figures = [p.cpu for p in tied if p.cpu is not None]
     figures += [p.pin for p in tied if p.pin is not None]
-    if not any(p.is_trainer for p in tied):
-        return None  # no process evidence: a stall cannot be told from waiting for input
-    if not figures:
+    if not figures and frozen is None:
         return _BLANK
+    cpu = max(figures, default=0.0)
     # Up to 3x the line is a blip the caller may let pass (see `stall_run`), not work.
-    if max(figures) > 3 * th.stall_cpu_pct:
+    if cpu > 3 * th.stall_cpu_pct and not spinning:
         return None
-    trainers = [p for p in tied if p.is_trainer]
     batches = probe_batches(ff, card_id, (p.pid for p in trainers), th)
-    if batches is not None and batches > 0:
+    if batches is not None and batches > 0 and frozen is None:
         return None  # the probe counts batches: the job runs, whatever the card says
     progress = poll_progress(tied)
     moving = progress.moving(th)
     blip = False
-    if moving:
+    if moving and frozen is None:
         if not progress.marginal(th):
             return None
         blip = True  # the caller lets one such poll pass between quiet ones (`stall_run`)
     waiting = [p for p in tied if p.state == "disk-sleep"]
-    if moving is None and (
+    if moving is None and frozen is None and (
         waiting or (ff.iowait is not None and ff.iowait >= th.iowait_high_pct)
     ):
         return None  # without counters a disk wait may be a slow write making progress
     return StallPoll(
-        cpu=max(figures),
+        cpu=cpu,
         n_workers=sum(p.is_worker for p in tied),
         trainer_pids=tuple(p.pid for p in trainers),
         trainer_states=tuple(p.state for p in trainers if p.state),
-        counters=moving is not None,
-        probe=batches is not None,
+        counters=moving is not None and not (moving and frozen is not None),
+        probe=batches is not None or frozen is not None,
         stuck_io=bool(waiting),
         blip=blip,
+        frozen=frozen,
+        busy_threads=bool(moving) and frozen is not None,
     )
 
 
@@ -193,7 +217,8 @@ def stall_run(
         # One poll a little above the line (a timer thread, a log flush, CPU time counted in
         # 10 ms ticks or a few wake-ups over a short poll) does not end a stall; two in a
         # row, or the latest poll, do.
-        if found.cpu > th.stall_cpu_pct or found.blip:
+        spins = found.frozen is not None and found.frozen.waiting
+        if (found.cpu > th.stall_cpu_pct and not spins) or found.blip:
             if blip or last_t is None:
                 reached_first = False
                 break
@@ -216,8 +241,14 @@ def stall_run(
         states = dict.fromkeys(state for p in run for state in p.trainer_states)
     if last_t is None or first_t is None:
         return None
+    seconds = max(0.0, last_t - first_t)
+    frozen_polls = sum(p.frozen is not None for p in run)
+    newest = run[0].frozen
+    if newest is not None and frozen_polls == len(run) and newest.still_s > seconds:
+        # The probes saw the stack stand still for longer than the polls show.
+        seconds, reached_first = newest.still_s, False
     return Stall(
-        seconds=max(0.0, last_t - first_t),
+        seconds=seconds,
         open_start=reached_first,
         polls=polls,
         mem_pct=clean_median(mems),
@@ -230,4 +261,7 @@ def stall_run(
         probe_polls=sum(p.probe for p in run),
         stuck_io=any(p.stuck_io for p in run),
         after_blank=after_blank,
+        frozen_polls=frozen_polls,
+        frozen=newest.probes if newest is not None else (),
+        busy_threads=any(p.busy_threads for p in run),
     )

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.commands.check_report import CheckBuilder, probe_line
+from gpusat_tui.commands.check_report import CheckBuilder, probe_line, stack_lines
 from gpusat_tui.commands.check_schema import CheckError, CheckReport, Stats
 from gpusat_tui.commands.job_lines import energy_line, job_words
 from gpusat_tui.commands.options import CheckOptions
@@ -120,6 +120,7 @@ def render_human(report: CheckReport) -> str:
             )
             if proc.probe is not None:
                 lines.append(f"          measured in the trainer: {probe_line(proc.probe)}")
+                lines += [f"          {line}" for line in stack_lines(proc.probe)]
     if report.errors:
         lines += ["", "Errors:"]
         for err in report.errors:

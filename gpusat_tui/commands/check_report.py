@@ -8,6 +8,7 @@ process and probe), so a week's recording costs no more memory than a minute's.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,10 +20,14 @@ from gpusat_tui.analysis.probe_words import (
     NO_BATCH,
     allocator_words,
     figures,
+    lines_words,
+    phases_words,
+    place_words,
     step_words,
     throughput_words,
     wait_words,
 )
+from gpusat_tui.analysis.stack_shares import stack_shares
 from gpusat_tui.analysis.stats import RunningStats
 from gpusat_tui.commands.check_schema import (
     CheckAlloc,
@@ -34,6 +39,8 @@ from gpusat_tui.commands.check_schema import (
     CheckProbeRun,
     CheckProcess,
     CheckReport,
+    CheckStack,
+    CheckUserLine,
     CheckVerdict,
     Stats,
 )
@@ -54,6 +61,7 @@ __all__ = [
     "overall_verdict",
     "probe_line",
     "probe_who",
+    "stack_lines",
 ]
 
 
@@ -144,6 +152,27 @@ class ProbeAccumulator:
             rank=p.rank, world_size=p.world_size, alloc=alloc, local_rank=p.local_rank,
             card_id=p.card_id, tie=p.tie, batches=p.batches, steps=p.steps,
             run=self.run(), framework=p.framework, data_wait_note=p.data_wait_note,
+            stack=self.stack(),
+        )
+
+    def stack(self) -> CheckStack | None:
+        last = self.last
+        if last is None:
+            return None
+        shares = stack_shares(self.first, last)
+        if shares is None:
+            return None
+        line = last.stack_line
+        return CheckStack(
+            samples=shares.samples,
+            phases_pct={k: round(v, 1) for k, v in shares.phases.items()},
+            user_lines=[CheckUserLine(file=s.line.file, line=s.line.line,
+                                      function=s.line.function, pct=round(s.pct, 1))
+                        for s in shares.lines],
+            phase=last.stack_phase, where=last.stack_where,
+            line=f"{os.path.basename(line.file)}:{line.line}" if line is not None else None,
+            still_s=last.stack_still_s, sig=last.stack_sig,
+            frames=[f"{f.module}.{f.function} ({f.file}:{f.line})" for f in last.stack],
         )
 
     def run(self) -> CheckProbeRun | None:
@@ -177,6 +206,26 @@ def probe_line(probe: CheckProbe) -> str:
         allocator_words(alloc.allocated_bytes.last, alloc.reserved_bytes.last,
                         alloc.alloc_retries) if alloc is not None else None,
     )) or NO_BATCH
+
+
+#: A stack that has not moved for this long is said so.
+STILL_SHOWN_S = 5.0
+
+
+def stack_lines(probe: CheckProbe) -> list[str]:
+    """The sampled stack of one trainer over the run, in words: the step's phases, the
+    hottest user lines, and where it is now (with how long it has not moved, from 5 s)."""
+    stack = probe.stack
+    if stack is None:
+        return []
+    run = probe.run
+    step = run.step_ms if run is not None else probe.step_ms.mean
+    out = [phases_words(step, stack.phases_pct)]
+    out.append(lines_words((u.file, u.line, u.function, u.pct) for u in stack.user_lines))
+    if stack.still_s is not None and stack.still_s >= STILL_SHOWN_S:
+        place = place_words(stack.where, stack.line)
+        out.append(f"now {place}, not moved for {stack.still_s:.0f} s")
+    return [line for line in out if line]
 
 
 def probe_who(pid: int, probe: CheckProbe) -> str:

@@ -23,6 +23,8 @@ __all__ = [
     "CheckProcess",
     "CheckReport",
     "CheckShape",
+    "CheckStack",
+    "CheckUserLine",
     "CheckVerdict",
     "Stats",
 ]
@@ -154,6 +156,39 @@ class CheckProbeRun(CheckShape):
     samples_per_s: float | None = None
 
 
+class CheckUserLine(CheckShape):
+    """Addition: one line of the user's own code and its share of the run's stack samples."""
+
+    file: str
+    line: int
+    function: str
+    pct: float
+
+
+class CheckStack(CheckShape):
+    """Addition: the training thread's stack as the probe sampled it over the run (first to
+    last publication seen; since the probe started when only one was)."""
+
+    #: Samples over the run, and their shares per phase (percent; phases never sampled left
+    #: out): data, forward, backward, optimizer, collective, sync, checkpoint, evaluation,
+    #: compiled (a whole step in one graph: Keras fit, jax.jit), other.
+    samples: int
+    phases_pct: dict[str, float] = {}
+    #: The most sampled lines of the user's code (innermost frame outside the standard
+    #: library and installed packages), most first.
+    user_lines: list[CheckUserLine] = []
+    #: The newest sample: its phase, the framework function that decided it
+    #: ("torch.distributed.all_reduce"), its innermost user line ("train.py:88"), how long
+    #: the stack had not changed, and its signature (equal on ranks stopped alike).
+    phase: str | None = None
+    where: str | None = None
+    line: str | None = None
+    still_s: float | None = None
+    sig: str | None = None
+    #: Its innermost frames, outermost first: "module.function (file:line)".
+    frames: list[str] = []
+
+
 class CheckProbe(CheckShape):
     """Figures measured inside one trainer by its probe (``gpusat-tui run``)."""
 
@@ -177,6 +212,8 @@ class CheckProbe(CheckShape):
     #: Addition: why the probe does not measure this trainer's data wait (Keras fit, data
     #: sink mode, DALI/Ray Data, a rank fed by broadcast); then no wait figure anywhere.
     data_wait_note: str | None = None
+    #: Addition: the sampled stack (null from an older probe, or with sampling off).
+    stack: CheckStack | None = None
 
 
 class CheckProcess(CheckShape):

@@ -152,6 +152,13 @@ METRICS: tuple[MetricDef, ...] = (
               "the trainer runs; growing: the trainer is frozen or its probe stopped)"),
     MetricDef("gpusat_probe_info", "gauge", (*_PROBE, "framework"),
               "1 per probed trainer, labelled with the framework whose hooks measured"),
+    MetricDef("gpusat_probe_phase_samples_total", "counter", (*_PROBE, "phase"),
+              "Samples of the training thread's stack in each phase of the step (data, "
+              "forward, backward, optimizer, collective, sync, checkpoint, evaluation, "
+              "compiled, other): a phase's rate() over the sum of all phases' is its share"),
+    MetricDef("gpusat_probe_stack_still_seconds", "gauge", _PROBE,
+              "How long the training thread's sampled stack has not changed (growing with no "
+              "step: the trainer is stuck where it stands)"),
     MetricDef("gpusat_host_cpu_ratio", "gauge", ("host",),
               "Whole-machine CPU busy share, 0..1"),
     MetricDef("gpusat_host_iowait_ratio", "gauge", ("host",),
@@ -401,6 +408,11 @@ class ExportCollector(Collector):
             put("gpusat_probe_step_seconds", labels, None if step_ms is None else step_ms / 1e3)
             put("gpusat_probe_samples_per_second", labels, getattr(probe, "samples_per_s", None))
             put("gpusat_probe_age_seconds", labels, getattr(probe, "age_s", None))
+            phases = getattr(probe, "phase_samples", None) or {}
+            for phase, count in phases.items():
+                put("gpusat_probe_phase_samples_total", [*labels, phase], float(count))
+            put("gpusat_probe_stack_still_seconds", labels,
+                getattr(probe, "stack_still_s", None))
 
 
 def _job_families(frame: Frame, host: str) -> Iterator[Metric]:

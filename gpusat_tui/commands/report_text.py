@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from gpusat_tui.commands.check_report import probe_line, probe_who
+from gpusat_tui.commands.check_report import probe_line, probe_who, stack_lines
 from gpusat_tui.commands.job_lines import energy_line, job_words, total_energy_line
 from gpusat_tui.commands.session_report import Runs, SessionReport, Stretch
 from gpusat_tui.text import clean, clean_block
@@ -143,8 +143,10 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
     probed = [p for p in data.processes if p.probe is not None]
     if probed:  # what the probe measured inside each trainer
         part = ["", "Trainers (measured in the trainer by its probe, means over the session):"]
-        part += [f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}"
-                 for p in probed if p.probe is not None]
+        for p in probed:
+            if p.probe is not None:
+                part.append(f"  {probe_who(p.pid, p.probe)}: {probe_line(p.probe)}")
+                part += [f"    {line}" for line in stack_lines(p.probe)]
         out.append(clean_block("\n".join(part)))
     if data.errors:
         part = ["", "Tool errors:"]

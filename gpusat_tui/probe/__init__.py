@@ -9,7 +9,10 @@ Importing this package does nothing by itself. `enable()` installs an import hoo
 torch's DataLoader iterators (``_BaseDataLoaderIter.__next__``) and counts optimizer steps
 (``torch.optim.optimizer.register_optimizer_step_post_hook``); the first batch or step starts
 one daemon thread that publishes the figures about once a second to a small file the monitor
-reads (`layout` documents it). Setting ``GPUSAT_PROBE=0`` turns it off.
+reads (`layout` documents it) and, between publications, samples the training thread's stack
+about 20 times a second (`sampler`: phases of the step, the hottest user lines, how long the
+stack has stood still). Setting ``GPUSAT_PROBE=0`` turns it off; ``GPUSAT_PROBE_STACK_HZ=0``
+turns off the sampling alone.
 """
 
 from __future__ import annotations

@@ -70,6 +70,27 @@ LAYOUT_1_KEYS = (
     "data_wait_note",  # str|null: why the data wait is not measured in this process (then
                        #  data_wait_pct is null and the monitor quotes this instead): Keras
                        #  fit, data sink mode, a DALI/Ray Data pipeline, a rank fed by broadcast
+    # Added (same layout: a reader of the fields above reads these files unchanged): the
+    # training thread's stack, sampled from the probe's thread (`sampler`). Counts are
+    # cumulative like data_wait_s, so a reader takes any window's shares from two files.
+    "stack_hz",        # float|null: samples a second (null: sampling off, GPUSAT_PROBE_STACK_HZ=0)
+    "stack_samples",   # int: cumulative samples of the training thread
+    "phase_samples",   # {phase: int}: cumulative samples per phase (`phases.PHASES`; a
+                       #  phase never sampled is left out): data, forward, backward, optimizer,
+                       #  collective, sync, checkpoint, evaluation, compiled, other
+    "user_lines",      # [[file, line, function, int]]: cumulative samples whose innermost
+                       #  frame of the user's own code (not the standard library nor an
+                       #  installed package) is that line; the most sampled, at most 24
+    "stack_phase",     # str|null: the phase of the newest sample
+    "stack_where",     # str|null: the framework function that decided it, as
+                       #  "torch.distributed.all_reduce" (null: no framework frame did)
+    "stack_line",      # [file, line, function]|null: the newest sample's innermost user frame
+    "stack_still_s",   # float|null: seconds the training thread's stack (every frame's code
+                       #  and line) has been the same, up to the newest sample
+    "stack_sig",       # str|null: 8 hex digits naming the newest stack, equal on every rank
+                       #  stopped at the same place
+    "stack",           # [[module, function, file base name, line]]: the newest stack's
+                       #  innermost 32 frames, outermost first
 )
 
 ALLOC_KEYS = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from .layout import (
     prepare_dir,
     tmp_name,
 )
+from .sampler import sample_hz
 from .state import (
     ALLOC_EVERY_S,
     BACKENDS,
@@ -83,6 +85,13 @@ def start_publisher() -> None:
     st.dir = folder
     st.path = os.path.join(folder, file_name(os.getpid()))
     st.prev = (st.t0, 0, 0, 0.0)
+    # Rates count from the end of the batch (step) that started the probe: the batches after
+    # it lie whole inside the span, that one does not (with 3 s steps, counting it from here
+    # read twice the true rate until the window forgot it).
+    if st.batches:
+        st.prev_batch = (st.last_batch, st.batches)
+    if st.steps:
+        st.prev_step = (st.last_step, st.steps)
     atexit.register(at_exit)
     thread = threading.Thread(target=_publisher, name="gpusat-probe", daemon=True)
     st.thread = thread
@@ -105,14 +114,30 @@ def _probe_dir() -> str | None:
 
 
 def _publisher() -> None:
+    """Publish every interval; between publications, sample the training thread's stack
+    (`sampler`) at jittered intervals around its period."""
     st = STATE
     interval = _interval()
+    hz = sample_hz()
+    period = 1.0 / hz if hz else None
+    main = threading.main_thread().ident
+    jitter = random.Random(os.getpid()).random
     try:
         publish_now()
-        while not st.stop.wait(interval):
-            if not st.on:
+        due = clock() + interval
+        while True:
+            now = clock()
+            wait = due - now
+            if period is not None:
+                wait = min(wait, period * (0.5 + jitter()))
+            if st.stop.wait(max(0.0, wait)) or not st.on:
                 break
-            publish_now()
+            now = clock()
+            if period is not None:
+                st.stacks.sample(now, st.entered != 0.0, main)
+            if now >= due:
+                publish_now()
+                due = max(due + interval, clock())
     except Exception as exc:
         fail("publishing", exc)
 
@@ -182,6 +207,25 @@ def snapshot() -> dict[str, Any]:
         "num_workers": st.num_workers,
         "framework": st.framework,
         "data_wait_note": note,
+        **_stack_figures(),
+    }
+
+
+def _stack_figures() -> dict[str, Any]:
+    """The stack sampler's figures (`sampler`; `layout` documents them)."""
+    stacks = STATE.stacks
+    sampled = bool(stacks.frames)  # a current stack (none yet, or its thread ended)
+    return {
+        "stack_hz": sample_hz(),
+        "stack_samples": stacks.samples,
+        "phase_samples": {k: v for k, v in stacks.phases.items() if v},
+        "user_lines": stacks.top_lines(),
+        "stack_phase": stacks.phase if sampled else None,
+        "stack_where": stacks.where() if sampled else None,
+        "stack_line": stacks.user_line() if sampled else None,
+        "stack_still_s": max(0.0, stacks.t - stacks.since) if sampled else None,
+        "stack_sig": stacks.signature() if sampled else None,
+        "stack": stacks.stack() if sampled else [],
     }
 
 

@@ -12,6 +12,7 @@ import threading
 import time
 
 from .layout import tmp_name
+from .sampler import StackSampler
 
 DEFAULT_INTERVAL_S = 1.0
 #: The allocator is read at most this often, whatever the publishing interval.
@@ -56,6 +57,7 @@ class _State:
         "rate",
         "said",
         "soft_note",
+        "stacks",
         "started",
         "step_kind",
         "step_ms",
@@ -119,6 +121,8 @@ class _State:
         self.soft_note: str | None = None
         #: What ends a step: "optimizer" (an optimizer's step) or "callback" (Keras).
         self.step_kind = "optimizer"
+        #: The training thread's stack, sampled by the publisher thread (`sampler`).
+        self.stacks = StackSampler()
 
 
 STATE = _State()

@@ -162,6 +162,7 @@ def _batch_slow(loader_iter: Any, data: Any, n: int, framework: str) -> None:
     try:
         st.next_slow = n + SLOW_EVERY
         st.framework = framework
+        st.stacks.thread = threading.get_ident()  # the thread that pulls batches trains
         workers = getattr(loader_iter, "_num_workers", None)
         if isinstance(workers, int) and not isinstance(workers, bool):
             st.num_workers = workers
@@ -181,6 +182,8 @@ def _step_slow(optimizer: Any, n: int, framework: str) -> None:
         st.next_step_slow = n + SLOW_EVERY
         if st.framework is None:
             st.framework = framework
+        if st.stacks.thread is None and st.batches == 0:
+            st.stacks.thread = threading.get_ident()  # no batch seen: the stepping thread
         for group in getattr(optimizer, "param_groups", ())[:1]:
             for param in list(group.get("params", ()))[:1]:
                 device = param.device

@@ -476,10 +476,11 @@ class GpusatApp(App[int]):
             selected = None if self.overview else self.selected
             shown, shown_probes, tied = card_processes(list(frame.processes), probes, selected)
             key = selected if tied and selected else JOB_KEY
-            shown_probes, span = windowed(shown_probes, self._window_ranks(key))
+            window_ranks = self._window_ranks(key)
+            shown_probes, span = windowed(shown_probes, window_ranks)
             self.processes.show_processes(shown, shown_probes, self._fragmenting,
                                           card_id=selected if tied and selected else "",
-                                          span_s=span)
+                                          span_s=span, ranks=window_ranks)
         self._update_status()
 
     def _window_ranks(self, key: str) -> dict[int, Rank]:

@@ -47,7 +47,7 @@ def test_starving_on_measured_data_wait_then_saturated(
     assert probe["data_wait_pct"]["mean"] > 50 and probe["tie"] == "guess"
     assert list(probe) == ["data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "rank",
                            "world_size", "alloc", "local_rank", "card_id", "tie", "batches",
-                           "steps", "run", "framework", "data_wait_note"]
+                           "steps", "run", "framework", "data_wait_note", "stack"]
     assert list(probe["step_ms"]) == ["mean", "min", "max", "last"]
 
     [card] = fed["cards"]

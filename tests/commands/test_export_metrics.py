@@ -223,6 +223,25 @@ def test_probe_figures_when_the_frame_carries_probes() -> None:
     assert one(samples, "gpusat_probe_data_wait_seconds_total", rank="") == 17.5
 
 
+
+def test_phase_samples_per_trainer_give_the_step_s_shares() -> None:
+    state = ExportState(host="h", interval_s=1.0)
+    state.update(Frame(t=T0, probes=[probe(stack_samples=200, stack_still_s=42.0,
+                                           phase_samples={"data": 150, "backward": 50})]),
+                 Assessment())
+    samples = scrape(state)
+    labels = {"pid": "4242", "rank": "1", "card": "nvidia:0"}
+    assert one(samples, "gpusat_probe_phase_samples_total", phase="data", **labels) == 150
+    assert one(samples, "gpusat_probe_phase_samples_total", phase="backward", **labels) == 50
+    assert len(samples["gpusat_probe_phase_samples_total"]) == 2  # never-sampled: absent
+    assert one(samples, "gpusat_probe_stack_still_seconds", **labels) == 42.0
+    # An older probe: no phase series, no still figure
+    state.update(Frame(t=T0 + 1, probes=[probe()]), Assessment())
+    samples = scrape(state)
+    assert not samples.get("gpusat_probe_phase_samples_total")
+    assert not samples.get("gpusat_probe_stack_still_seconds")
+
+
 # --- the names are an interface ------------------------------------------------------------
 
 #: Pinned: renaming a metric or a label, or changing a type, must fail here (and bump
@@ -257,6 +276,8 @@ PINNED = {
     "gpusat_probe_samples_per_second": ("gauge", "host pid rank card"),
     "gpusat_probe_age_seconds": ("gauge", "host pid rank card"),
     "gpusat_probe_info": ("gauge", "host pid rank card framework"),
+    "gpusat_probe_phase_samples_total": ("counter", "host pid rank card phase"),
+    "gpusat_probe_stack_still_seconds": ("gauge", "host pid rank card"),
     "gpusat_host_cpu_ratio": ("gauge", "host"),
     "gpusat_host_iowait_ratio": ("gauge", "host"),
     "gpusat_tool_errors_total": ("counter", "host tool kind"),

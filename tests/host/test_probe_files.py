@@ -36,6 +36,14 @@ HAND_WRITTEN: dict[str, Any] = {
               "inactive_split_bytes": 2**28, "alloc_retries": 0, "ooms": 0},
     "cmd": "train.py", "last_batch_s": 12.4, "last_step_s": 12.3,
     "num_workers": 4, "framework": "torch", "data_wait_note": None,
+    "stack_hz": 20.0, "stack_samples": 250,
+    "phase_samples": {"data": 100, "forward": 50, "backward": 60, "optimizer": 20, "other": 20},
+    "user_lines": [["/home/u/train.py", 88, "main", 120], ["/home/u/train.py", 40, "collate", 30]],
+    "stack_phase": "collective", "stack_where": "torch.distributed.all_reduce",
+    "stack_line": ["/home/u/train.py", 88, "main"], "stack_still_s": 42.5,
+    "stack_sig": "0badc0de",
+    "stack": [["__main__", "main", "train.py", 88],
+              ["torch.distributed.distributed_c10d", "all_reduce", "distributed_c10d.py", 2501]],
 }
 
 
@@ -82,6 +90,34 @@ def test_a_hand_written_layout_1_file_reads_as_documented(tmp_path: Path) -> Non
     assert sample.alloc is not None and sample.alloc.reserved_bytes == 12 * 2**30
     assert sample.age_s is not None and 0 <= sample.age_s < 5
     assert sample.device_type == "cuda"
+    assert (sample.stack_hz, sample.stack_samples, sample.stack_still_s) == (20.0, 250, 42.5)
+    assert sample.phase_samples == HAND_WRITTEN["phase_samples"]
+    assert [(u.file, u.line, u.function, u.samples) for u in sample.user_lines] == [
+        ("/home/u/train.py", 88, "main", 120), ("/home/u/train.py", 40, "collate", 30)]
+    assert (sample.stack_phase, sample.stack_where, sample.stack_sig) == (
+        "collective", "torch.distributed.all_reduce", "0badc0de")
+    assert sample.stack_line is not None and sample.stack_line.line == 88
+    assert [(f.module, f.function, f.line) for f in sample.stack] == [
+        ("__main__", "main", 88), ("torch.distributed.distributed_c10d", "all_reduce", 2501)]
+
+
+def test_malformed_stack_fields_are_left_out_never_guessed(tmp_path: Path) -> None:
+    """The sampler's fields of the wrong shape are empty or None; names reach no terminal raw."""
+    write(tmp_path, mine(
+        phase_samples={"data": -3, "forward": 2.5, "backward": 7, "lunch": 9},
+        user_lines=[["a.py", 1, "f"], ["b.py", "x", "g", 3], ["\x1b[31mc.py", 5, "h", 4], 7],
+        stack_phase="lunch", stack_where="\x1b]0;owned\x07torch.x", stack_line=[1, 2, 3],
+        stack_sig="zz", stack={"not": "a list"}, stack_samples=True, stack_still_s=-1.0,
+    ))
+    [sample], notes = ProbeReader(dirs=[str(tmp_path)]).sample()
+    assert sample.phase_samples == {"backward": 7}
+    assert [(u.line, u.samples) for u in sample.user_lines] == [(5, 4)]
+    assert "\x1b" not in sample.user_lines[0].file
+    assert sample.stack_where is not None and "\x1b" not in sample.stack_where
+    assert (sample.stack_phase, sample.stack_line, sample.stack_sig, sample.stack) == (
+        None, None, None, ())
+    assert (sample.stack_samples, sample.stack_still_s) == (0, None)
+    assert any("stack_still_s=-1.0" in n for n in notes), notes
 
 
 def test_unknown_extra_keys_are_ignored_and_wrong_types_are_none(tmp_path: Path) -> None:

@@ -44,7 +44,10 @@ RECORDING_V1_FIELDS = {
         "data_wait_pct", "step_ms", "batches_per_s", "samples_per_s", "batches", "steps",
         "data_wait_s", "elapsed_s", "alloc", "age_s", "device_type", "last_batch_s",
         "last_step_s", "batch_size", "num_workers", "framework", "data_wait_note",
+        "stack_hz", "stack_samples", "phase_samples", "user_lines", "stack_phase",
+        "stack_where", "stack_line", "stack_still_s", "stack_sig", "stack",
     },
+    model.CodeLine: {"module", "function", "file", "line", "samples"},
     model.ProbeAlloc: {
         "allocated_bytes", "reserved_bytes", "inactive_split_bytes", "alloc_retries", "ooms",
     },

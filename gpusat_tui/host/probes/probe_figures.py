@@ -38,6 +38,9 @@ PROBE_BOUNDS: dict[str, tuple[float, float]] = {
     "local_rank": (0.0, 2**24),
     "world_size": (1.0, 2**24),
     "device_index": (0.0, 4096.0),
+    "stack_hz": (0.0, 1000.0),
+    "stack_samples": (0.0, 1e15),
+    "stack_still_s": (0.0, 1e9),
 }
 #: Keys of the file's ``alloc`` object -> bounds.
 ALLOC_BOUNDS: dict[str, tuple[float, float]] = {

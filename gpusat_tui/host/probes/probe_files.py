@@ -30,6 +30,7 @@ from typing import Any
 
 from gpusat_tui.host.probes.probe_figures import bound_probe_figures
 from gpusat_tui.host.probes.probe_notes import ProbeNotes
+from gpusat_tui.host.probes.probe_stacks import stack_fields
 from gpusat_tui.host.probes.probe_writer import writer_refusal
 from gpusat_tui.model import CardProcess, CardReading, ProbeAlloc, ProbeSample
 from gpusat_tui.probe.layout import (
@@ -254,6 +255,9 @@ def sample_of(
         framework=_clean(doc["framework"], 16) if isinstance(doc.get("framework"), str) else None,
         data_wait_note=(_clean(doc["data_wait_note"], 200)
                         if isinstance(doc.get("data_wait_note"), str) else None),
+        stack_hz=_num(doc.get("stack_hz")),
+        stack_still_s=_num(doc.get("stack_still_s")),
+        **stack_fields(doc),
     )
 
 

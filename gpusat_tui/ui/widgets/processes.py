@@ -18,11 +18,15 @@ from gpusat_tui.analysis.probe_words import (
     allocator_detail,
     figures,
     framework_words,
+    lines_words,
+    phases_words,
+    place_words,
     silent_words,
     step_words,
     throughput_words,
     wait_words,
 )
+from gpusat_tui.analysis.stack_shares import stack_shares
 from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.text import fmt
@@ -139,6 +143,32 @@ def probe_row(
     ))
 
 
+#: A trainer whose stack has not moved for this long says where it stands.
+STILL_SHOWN_S = 5.0
+
+
+def stack_rows(probe: ProbeSample, rank: Rank | None = None) -> list[str]:
+    """A probed trainer's step as the stack sampler saw it: ``step 458 ms: data 72% ·
+    forward 10% · …``, its hottest lines (``hot train.py:88 main 42% · …``) and, once its
+    stack has stood still `STILL_SHOWN_S`, where. Over the verdict's window (``rank``) where
+    it has two publications, else since the probe started. [] without a sampling probe."""
+    shares = rank.stack if rank is not None and rank.stack is not None else (
+        stack_shares(None, probe))
+    if shares is None:
+        return []
+    step = rank.step_ms if rank is not None and rank.step_ms is not None else probe.step_ms
+    rows = [phases_words(step, shares.phases, tight=True)]
+    hot = lines_words(((s.line.file, s.line.line, s.line.function, s.pct)
+                       for s in shares.lines[:3]), tight=True)
+    rows.append(f"hot {hot}" if hot else None)
+    still = probe.stack_still_s
+    if still is not None and still >= STILL_SHOWN_S:
+        line = probe.stack_line
+        where = f"{line.file.rsplit('/', 1)[-1]}:{line.line}" if line is not None else None
+        rows.append(f"now {place_words(probe.stack_where, where)}, not moved for {still:.0f} s")
+    return [row for row in rows if row]
+
+
 def process_text(
     processes: list[ProcessSample],
     max_rows: int = 12,
@@ -146,9 +176,12 @@ def process_text(
     allocator_for: Callable[[ProbeSample], bool] | None = None,
     card_id: str = "",
     span_s: float | None = None,
+    ranks: Mapping[int, Rank] | None = None,
 ) -> Text:
     """Summary line, the probe's figures (or `NO_PROBE`), then one line per process (trainer
-    first, its workers under it); a probed trainer's row carries its rank's figures.
+    first, its workers under it); a probed trainer's row carries its rank's figures, and the
+    lines under it its step's phases and hottest lines (`stack_rows`; ``ranks``: the
+    verdict's window, by PID).
 
     ``allocator_for``: whether a rank's allocator figures are worth its row (fragmenting
     suspected on its card); None shows them nowhere. ``card_id``: the card these processes
@@ -179,6 +212,8 @@ def process_text(
             wants = allocator_for is not None and allocator_for(probe)
             row = probe_row(probe, allocator=wants, span_s=span_s)
             text.append(f"\nprobed  {probe.pid:>7} {row}")
+            for line in stack_rows(probe, (ranks or {}).get(probe.pid)):
+                text.append(f"\n          {clean(line, 300)}")
     ordered = sorted(
         processes,
         key=lambda p: (p.trainer_pid or p.pid, p.role != "trainer", -(p.cpu_pct or 0.0), p.pid),
@@ -198,6 +233,8 @@ def process_text(
             wants = allocator_for is not None and allocator_for(measured)
             text.append(f"  {probe_row(measured, allocator=wants, span_s=span_s)}",
                         style="bold")
+            for line in stack_rows(measured, (ranks or {}).get(proc.pid)):
+                text.append(f"\n          {clean(line, 300)}")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text
@@ -241,11 +278,12 @@ class ProcessPanel(CachedStatic):
         allocator_for: Callable[[ProbeSample], bool] | None = None,
         card_id: str = "",
         span_s: float | None = None,
+        ranks: Mapping[int, Rank] | None = None,
     ) -> None:
         # Keyed on the text as shown (CPU % rounded): a worker going from 41.2 to 41.4 % is
         # not worth a repaint.
         text = process_text(processes, probes=probes, allocator_for=allocator_for,
-                            card_id=card_id, span_s=span_s)
+                            card_id=card_id, span_s=span_s, ranks=ranks)
         rows = text.plain.count("\n") + 1
         if rows >= self._rows:
             self._rows, self._shorter_for = rows, 0

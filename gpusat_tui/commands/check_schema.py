@@ -106,6 +106,9 @@ class CheckJob(CheckShape):
     pids: list[int] = []
     card_ids: list[str] = []
     energy: CheckEnergy = CheckEnergy()
+    #: Addition: this job's own verdict, from its own cards' verdicts (null: none of its
+    #: cards seen). Two jobs on two cards have one each; they are never compared.
+    verdict: CheckVerdict | None = None
 
 
 class CheckCard(CheckShape):

@@ -8,7 +8,8 @@ from which a bottleneck is only inferred); among findings of one rank the first 
 The ``why`` of the verdict ends with the basis of the cause it gives. A new source of evidence
 adds a rule (and, if it needs them, fields of `HostEvidence`): nothing else changes.
 
-The inferred rules, in order: ``input-bound`` (DataLoader workers pegged, or asking for a
+The inferred rules, in order: ``cpu-quota`` (the job's own cgroup CPU quota throttles it),
+``input-bound`` (DataLoader workers pegged, or asking for a
 full core when CPU % and the time queued for a CPU are added), ``checkpoint`` (the trainer
 itself writes, or waits on storage beside its workers: a checkpoint or a save, not the input
 pipeline), ``io-bound`` (the job's own input pipeline in disk-sleep), ``host-bound`` (the
@@ -52,7 +53,7 @@ __all__ = [
 #: Causes a ``starving`` verdict can carry.
 STARVING_CAUSES: tuple[str, ...] = (
     "input-bound", "io-bound", "checkpoint", "host-bound", "light-kernels", "collective-wait",
-    "unknown",
+    "cpu-quota", "unknown",
 )
 
 Basis = Literal["measured", "inferred"]
@@ -162,6 +163,49 @@ def workers_advice(ev: HostEvidence, cores: int, th: Thresholds) -> str:
                 "sample cheaper")
     return (f"{cores} cores, {busy}{host}: too few for more workers in each trainer; make "
             "each sample cheaper")
+
+
+def cores_words(cores: float) -> str:
+    """``half a core``, ``1.5 cores``, ``4 cores``."""
+    if abs(cores - 0.5) < 1e-9:
+        return "half a core"
+    text = f"{cores:.2f}".rstrip("0").rstrip(".")
+    return f"{text} core" if text == "1" else f"{text} cores"
+
+
+def cpu_quota(ctx: CauseContext, th: Thresholds) -> Finding | None:
+    """The job's own cgroup CPU quota throttles it (its trainer's or workers' ``cpu.stat``),
+    beside a card that is not busy: the limit in its job file holds it back, not the host.
+    First among the rules: a throttled pipeline also reads pegged or queued, and "more
+    workers" would only split the same quota further."""
+    ev = ctx.ev
+    held = ev.quota_throttled_pct
+    if ctx.busy or ev.quota_cores is None or held is None or held < th.quota_throttled_pct:
+        return None
+    parts = [worker_line(ev)]
+    if ev.trainer_cpu is not None:
+        parts.append(f"trainer at {pct(ev.trainer_cpu)} CPU")
+    why = [
+        f"the job's CPU quota is {cores_words(ev.quota_cores)} (its cgroup's cpu.max or "
+        f"cpu.cfs_quota_us) and the kernel throttled it in {pct(held)} of its periods "
+        "(cpu.stat): its trainer and workers are held back by their own limit, not by the "
+        "host",
+        ", ".join(parts),
+    ]
+    host = host_line(ev)
+    if host:
+        why.append(f"host: {host} (context only)")
+    advice = [
+        "Raise the job's CPU limit: Slurm --cpus-per-task, Kubernetes resources.limits.cpu, "
+        "docker --cpus: the quota, not the host, holds the input pipeline back",
+        "Or make each sample cheaper: cache or pre-decode the dataset, lighten the CPU "
+        "augmentation or move it to the accelerator",
+        "Match threads to the quota (OMP_NUM_THREADS, torch.set_num_threads, num_workers at "
+        "most the quota's cores) so they do not spend it waiting on each other",
+    ]
+    return Finding("cpu-quota", why, advice, 0.85, source=(
+        "inferred from the host side (the job's cgroup quota and the kernel's throttling "
+        "counters)"))
 
 
 def input_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
@@ -425,13 +469,14 @@ def light_kernels(ctx: CauseContext, th: Thresholds) -> Finding | None:
 
 #: The rules, in order of precedence within one basis (measured findings come first).
 CAUSE_RULES: list[CauseRule] = [
-    input_bound, checkpoint, io_bound, host_bound, spin_wait, slow_reads, light_kernels,
+    cpu_quota, input_bound, checkpoint, io_bound, host_bound, spin_wait, slow_reads,
+    light_kernels,
 ]
 #: The rules about the input pipeline, for a loop measured waiting on its data (the probe):
 #: then the trainer is not saving, and the cause is among these. Not `slow_reads`: its
 #: wake-ups and pipe reads are also what any worker feeding a loop at speed shows, so beside a
 #: measured wait they would call every pipeline that sleeps (a rate limit, a lock) io-bound.
-INPUT_RULES: list[CauseRule] = [input_bound, io_bound]
+INPUT_RULES: list[CauseRule] = [cpu_quota, input_bound, io_bound]
 
 
 #: What to run to give a card process evidence: the one advice of a cause without it.

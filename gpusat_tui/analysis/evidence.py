@@ -111,13 +111,17 @@ class ProcessTie:
     def groups(self, active: Iterable[str]) -> tuple[list[list[str]], str]:
         """Cards that belong to one job, and how that was decided.
 
-        Where jobs are told apart (`Frame.jobs`), only the cards of one job are compared: two
-        jobs on two cards are two groups of one card (never uneven), and a card two jobs share
-        is in no group (its figures are both jobs' together, no one job's level). Jobs known
-        with no card tied to any (a tool that lists no process): one job takes every card; two
-        or more, no card is compared. Without jobs (older recordings): cards sharing a
-        trainer, else every card as one job."""
+        One job seen: it takes every card (cards whose processes cannot be seen included, as
+        on a single-job host). Two or more (`Frame.jobs`): only the cards of one job are
+        compared: two jobs on two cards are two groups of one card (never uneven), a card two
+        jobs share is in no group (its figures are both jobs' together, no one job's level),
+        and where no job names a card (a tool that lists no process) no card is compared.
+        Without jobs (older recordings): cards sharing a trainer, else every card as one
+        job."""
         active = list(active)
+        if len(self.job_cards) == 1:
+            [key] = self.job_cards
+            return [active], f"every card taken as {key}'s, the only job seen"
         if self.job_cards:
             if any(self.job_cards.values()):
                 grouped: list[list[str]] = []
@@ -127,9 +131,6 @@ class ProcessTie:
                     if group and group not in grouped:
                         grouped.append(group)
                 return grouped, "cards grouped by job (" + ", ".join(self.job_cards) + ")"
-            if len(self.job_cards) == 1:
-                [key] = self.job_cards
-                return [active], f"every card taken as {key}'s, the only job seen"
             return [], (f"{len(self.job_cards)} jobs on this host and none tied to a card: "
                         "cards are not compared")
         parent = {c: c for c in active}
@@ -248,6 +249,11 @@ class HostEvidence:
     #: how many are busy, medians across polls (where tf.data or MindSpore load, in threads).
     trainer_threads_cpu: float | None = None
     trainer_busy_threads: int | None = None
+    #: The tightest CPU quota over the job's trainer and workers (cores), and the share of
+    #: its periods throttled (percent, the most throttled of them per poll): medians across
+    #: polls; None where no quota was read (`host.cpu_quota`).
+    quota_cores: float | None = None
+    quota_throttled_pct: float | None = None
     #: The starving cause found from this evidence, per set of `causes.starving_cause`'s
     #: arguments (the cards of a window that share this evidence share the finding).
     causes: dict[tuple[object, ...], tuple[Any, ...]] = field(
@@ -299,6 +305,8 @@ class PollEvidence(NamedTuple):
     host_proc_cpu: float | None = None
     threads_cpu: float | None = None
     busy_threads: int | None = None
+    quota_cores: float | None = None
+    throttled_pct: float | None = None
 
 
 def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> PollEvidence:
@@ -364,6 +372,12 @@ def poll_evidence(procs: Sequence[ProcFacts], tied: Sequence[ProcFacts]) -> Poll
         host_proc_cpu=_summed(p.cpu for p in procs if p.is_trainer or p.is_worker),
         threads_cpu=busiest.threads_cpu if busiest is not None else None,
         busy_threads=busiest.busy_threads if busiest is not None else None,
+        quota_cores=min(quotas) if (quotas := [
+            p.quota_cores for p in tied if p.quota_cores is not None
+        ]) else None,
+        throttled_pct=max(held) if (held := [
+            p.throttled_pct for p in tied if p.throttled_pct is not None
+        ]) else None,
     )
 
 
@@ -392,7 +406,7 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
             worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,
             trainer_rchar, trainer_wchar, input_rchar, input_switches, world_size, rank,
             n_trainers, host_trainers, host_workers, host_proc_cpu,
-            threads_cpu, busy_threads,
+            threads_cpu, busy_threads, quota_cores, throttled_pct,
         ) = zip(*polls, strict=True)
         ev.n_process_samples = sum(n_tied)
         ev.foreign_processes = any(foreign)
@@ -421,6 +435,8 @@ def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) ->
         ev.trainer_threads_cpu = clean_median(threads_cpu)
         busy = [n for n in busy_threads if n is not None]
         ev.trainer_busy_threads = round(statistics.median(busy)) if busy else None
+        ev.quota_cores = clean_median(quota_cores)
+        ev.quota_throttled_pct = clean_median(throttled_pct)
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count

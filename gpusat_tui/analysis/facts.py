@@ -78,6 +78,10 @@ class ProcFacts(NamedTuple):
     #: Trainer only: its other threads' CPU % and how many are busy (`task_threads`).
     threads_cpu: float | None = None
     busy_threads: int | None = None
+    #: The CPU quota holding the process back (cores) and the share of its periods throttled
+    #: (`ProcessSample.cpu_quota_cores`, ``cpu_throttled_pct``); None: no quota read.
+    quota_cores: float | None = None
+    throttled_pct: float | None = None
 
     @property
     def has_counters(self) -> bool:
@@ -265,7 +269,7 @@ class FrameFacts:
 assert ProcFacts._fields == (
     "pid", "is_trainer", "is_worker", "trainer_pid", "card_ids", "cpu", "pin", "state",
     "run_delay", "rchar", "wchar", "syscalls", "switches", "world_size", "rank", "threads_cpu",
-    "busy_threads",
+    "busy_threads", "quota_cores", "throttled_pct",
 ), "frame_facts builds ProcFacts positionally, in this order"
 
 
@@ -305,6 +309,8 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 _count(getattr(proc, "rank", None)),  # rank
                 num(getattr(proc, "other_threads_cpu_pct", None)),  # threads_cpu
                 _count(getattr(proc, "busy_threads", None)),  # busy_threads
+                num(getattr(proc, "cpu_quota_cores", None)),  # quota_cores
+                num(getattr(proc, "cpu_throttled_pct", None)),  # throttled_pct
             )
         )
     iowait = host_cpu = None

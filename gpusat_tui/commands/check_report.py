@@ -194,7 +194,7 @@ def probe_who(pid: int, probe: CheckProbe) -> str:
 #: trainer's other threads (CPU %, busy count).
 _PROGRESS: tuple[str, ...] = (
     "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
-    "other_threads_cpu_pct", "busy_threads",
+    "other_threads_cpu_pct", "busy_threads", "cpu_quota_cores", "cpu_throttled_pct",
 )
 
 

@@ -206,6 +206,10 @@ class CheckProcess(CheckShape):
     #: MindSpore load, in threads inside the trainer.
     other_threads_cpu_pct: Stats = Stats()
     busy_threads: Stats = Stats()
+    #: Addition (Linux cgroups): the CPU quota holding the process back, in cores, and the
+    #: share of its quota periods throttled, percent (null: no quota set or read).
+    cpu_quota_cores: Stats = Stats()
+    cpu_throttled_pct: Stats = Stats()
 
 
 class CheckError(CheckShape):

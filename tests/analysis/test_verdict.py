@@ -526,7 +526,7 @@ def test_thresholds_are_one_frozen_hashable_dataclass() -> None:
     assert judge(frames_of([[card(95.0, power_frac=None, cap=None)]] * 5), strict).job.kind \
         == "starving"
     assert set(STARVING_CAUSES) == {"input-bound", "io-bound", "checkpoint", "host-bound",
-                                    "light-kernels", "collective-wait", "unknown"}
+                                    "light-kernels", "collective-wait", "cpu-quota", "unknown"}
 
 
 # --- the tracker -----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.probe_only import probe_only_verdict
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
+from gpusat_tui.analysis.worker_advice import one_worker_count
 from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
@@ -329,6 +330,7 @@ def judge_job(
             for line in v.advice:
                 if line not in advice:
                     advice.append(line)
+    advice = one_worker_count(advice)
     conf = min(v.confidence for v in chosen) if chosen else 0.0
     return Verdict(kind=kind, cause=cause, why=why, advice=advice, confidence=conf), verdicts
 

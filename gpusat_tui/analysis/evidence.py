@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -100,12 +100,14 @@ class ProcessTie:
         """The keys of the jobs whose trainers drive ``card_id`` (first seen first)."""
         return [key for key, cards in self.job_cards.items() if card_id in cards]
 
-    def shared_line(self, card_id: str) -> str | None:
-        """``shared by 2 jobs: plain:1, plain:2``, for a card that two or more jobs drive."""
+    def shared_line(self, card_id: str, own: Mapping[str, str] | None = None) -> str | None:
+        """``shared by 2 jobs: plain:1, plain:2``, for a card that two or more jobs drive;
+        ``own``: a job's own figure, quoted beside its key (its probe's data wait)."""
         keys = self.jobs_on(card_id)
         if len(keys) < 2:
             return None
-        return (f"shared by {len(keys)} jobs: {', '.join(keys)}; this card's figures are "
+        named = [f"{key} ({own[key]})" if own and key in own else key for key in keys]
+        return (f"shared by {len(keys)} jobs: {', '.join(named)}; this card's figures are "
                 "theirs together, each job's processes are its own evidence")
 
     def groups(self, active: Iterable[str]) -> tuple[list[list[str]], str]:

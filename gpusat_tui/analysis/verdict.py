@@ -181,10 +181,22 @@ class _Window:
             self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
             self.measured, self.fresh_maps, words,
         )
-        shared = self.tie.shared_line(card_id) if words and self.tie.job_cards else None
+        shared = (
+            self.tie.shared_line(card_id, self._own_waits(card_id))
+            if words and self.tie.job_cards else None
+        )
         if shared is not None:
             verdict = verdict.model_copy(update={"why": [shared, *verdict.why]})
         return verdict, figs
+
+    def _own_waits(self, card_id: str) -> dict[str, str]:
+        """Each job's own measured data wait on ``card_id`` (its probed trainers'), by key."""
+        waits: dict[str, list[float]] = {}
+        for r in self.ranks:
+            key = self.tie.job_of.get(r.pid)
+            if r.card_id == card_id and key is not None and r.wait_pct is not None:
+                waits.setdefault(key, []).append(r.wait_pct)
+        return {key: f"its data wait {max(w):.0f} %, measured" for key, w in waits.items()}
 
     def measured(self, card_id: str) -> Measured | None:
         return measured_for_card(self.ranks, card_id)

@@ -9,6 +9,8 @@ and names both jobs.
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ import pytest
 from tests.commands.test_check import check_json, fc, spec_named
 from tests.fakes import FakeProcess
 from tests.fakes.tool import FakeBin, Step
+from tests.probe_helpers import REPO, start_job, stop_job, wait_for_doc, wait_ready
 
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "dataloader_job.py"
 
@@ -90,3 +93,33 @@ def test_each_job_has_its_own_verdict_line(fake_bin: FakeBin, two_jobs: list[int
     assert own[f"plain:{a}"] == cards["hygon:0"]  # one card: the job's verdict is its card's
     assert own[f"plain:{b}"] == cards["hygon:1"]
     assert own[f"plain:{a}"]["kind"] != own[f"plain:{b}"]["kind"]
+
+
+def test_a_shared_card_quotes_each_jobs_own_measured_wait(
+    fake_bin: FakeBin, private_probe_dir: Path
+) -> None:
+    """Two probed jobs on one card, one waiting on its data most of the time and one not: the
+    card names both, each with its own wait, and neither job's wait is the other's."""
+    waiting = start_job(private_probe_dir, "--sleep-ms", "60", "--compute-ms", "20")
+    busy = start_job(private_probe_dir, "--sleep-ms", "0", "--compute-ms", "40")
+    try:
+        pids = [wait_ready(waiting), wait_ready(busy)]
+        for pid in pids:
+            wait_for_doc(private_probe_dir, pid)
+        listed = tuple(FakeProcess(pid, "python", 0) for pid in pids)
+        fake_bin.add_for_spec(spec_named("hy-smi"), [Step(cards=(fc(0, 40, 60000, 90, 45),),
+                                                          processes=listed)])
+        env = fake_bin.env({"GPUSAT_PROBE_DIR": str(private_probe_dir)})
+        done = subprocess.run(
+            [sys.executable, "-m", "gpusat_tui", "check", "--json", "--duration", "4",
+             "--interval", "0.5"], env=env, capture_output=True, text=True, timeout=120,
+            cwd=REPO)
+    finally:
+        for proc in (waiting, busy):
+            stop_job(proc)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    first = report["cards"][0]["verdict"]["why"][0]
+    found = dict(re.findall(r"plain:(\d+) \(its data wait (\d+) %, measured\)", first))
+    assert set(found) == {str(pid) for pid in pids}, first
+    assert int(found[str(pids[0])]) >= 50 > int(found[str(pids[1])]), first

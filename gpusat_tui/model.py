@@ -256,10 +256,17 @@ class ProcessSample(_Model):
     #: the trainer. None where not read (other systems, older recordings).
     other_threads_cpu_pct: float | None = None
     busy_threads: int | None = None
+    #: Addition (Linux cgroups v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``): the CPU quota that
+    #: holds the process back, in cores (the tightest on its cgroup path), and the share of
+    #: its quota periods throttled over the last interval, percent (``cpu.stat``). None where
+    #: no quota is set or none could be read.
+    cpu_quota_cores: float | None = None
+    cpu_throttled_pct: float | None = None
 
     @field_validator(
         "cpu_pct", "pin_cpu_pct", "run_delay_pct", "rchar_per_s", "wchar_per_s",
-        "syscalls_per_s", "ctx_switches_per_s", "other_threads_cpu_pct", mode="before",
+        "syscalls_per_s", "ctx_switches_per_s", "other_threads_cpu_pct", "cpu_quota_cores",
+        "cpu_throttled_pct", mode="before",
     )
     @classmethod
     def _finite(cls, value: float | None) -> float | None:

@@ -391,11 +391,14 @@ def _ranks(n: int, slow: int | None = None, **job: object) -> ProcsFn:
                 cpu = job.get("worker_cpu", (94.0, 100.0))
             else:
                 cpu = (95.0, 100.0) if rank == slow else (30.0, 45.0)
-            out += _job(
+            procs = _job(
                 rng, trainer_cpu=job.get("trainer_cpu", (25.0, 35.0)),  # type: ignore[arg-type]
                 workers=job.get("workers", 4), worker_cpu=cpu,  # type: ignore[arg-type]
                 trainer_pid=6000 + 100 * rank, card_ids=(f"nvidia:{rank}",),
             )
+            # Launched as DDP ranks (torchrun sets WORLD_SIZE and RANK in each trainer).
+            out += [p.model_copy(update={"world_size": n, "rank": rank})
+                    if p.role == "trainer" else p for p in procs]
         return out
     return procs
 

@@ -24,6 +24,7 @@ from gpusat_tui.analysis.facts import (
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.window import Stats
 from gpusat_tui.analysis.wording import gib, pct
+from gpusat_tui.analysis.worker_advice import one_worker_count
 from gpusat_tui.model import UTIL_LABELS, Verdict, VerdictKind
 
 __all__ = [
@@ -178,7 +179,7 @@ def make_verdict(kind: VerdictKind, cause: str | None, why: list[str], advice: l
         kind=kind,
         cause=cause,
         why=[w for w in why if w] if f.words else [],
-        advice=advice,
+        advice=one_worker_count(advice),
         confidence=_confidence(conf, f.n),
     )
 

@@ -8,16 +8,23 @@ from which a bottleneck is only inferred); among findings of one rank the first 
 The ``why`` of the verdict ends with the basis of the cause it gives. A new source of evidence
 adds a rule (and, if it needs them, fields of `HostEvidence`): nothing else changes.
 
-The inferred rules, in order: ``input-bound`` (DataLoader workers pegged, or asking for a
+The inferred rules, in order: ``cpu-quota`` (the job's own cgroup CPU quota throttles it),
+``input-bound`` (DataLoader workers pegged, or asking for a
 full core when CPU % and the time queued for a CPU are added), ``checkpoint`` (the trainer
 itself writes, or waits on storage beside its workers: a checkpoint or a save, not the input
-pipeline), ``io-bound`` (the input pipeline in disk-sleep, or host iowait), ``host-bound`` (the
+pipeline), ``io-bound`` (the job's own input pipeline in disk-sleep), ``host-bound`` (the
 trainer pegged while workers are not, on a card that is not busy: a busy card is not waiting on
 the host), ``collective-wait`` or ``light-kernels`` for a pegged trainer beside a busy card (it
 spins in a synchronise: for a distributed job, on a peer on another node), ``io-bound`` again for
 workers that sleep on reads (their counters move, their CPU does not), ``light-kernels`` (busy
-utilisation at low power, no host bottleneck). Nothing found: ``unknown``, saying what was
-missing. A collective wait for a peer card on this host is the job rules' (`job`): only that
+utilisation at low power, the job's processes seen and none a bottleneck). Nothing found:
+``unknown``, saying what was missing and how to get it.
+
+Every rule reads the evidence of the card's own job: its trainer's and workers' CPU, state,
+counters and run-queue wait. Host-wide figures (iowait, host CPU, other jobs' processes) are
+quoted in ``why`` as context and never decide a cause: another process's disk traffic raises
+the host's iowait for every job on it. A card without process evidence is ``unknown``.
+A collective wait for a peer card on this host is the job rules' (`job`): only that
 peer's figures show it.
 """
 
@@ -35,6 +42,7 @@ from gpusat_tui.analysis.wording import host_line, pct, plural, worker_line
 __all__ = [
     "CAUSE_RULES",
     "INPUT_RULES",
+    "PID_ADVICE",
     "STARVING_CAUSES",
     "CauseContext",
     "Finding",
@@ -45,7 +53,7 @@ __all__ = [
 #: Causes a ``starving`` verdict can carry.
 STARVING_CAUSES: tuple[str, ...] = (
     "input-bound", "io-bound", "checkpoint", "host-bound", "light-kernels", "collective-wait",
-    "unknown",
+    "cpu-quota", "unknown",
 )
 
 Basis = Literal["measured", "inferred"]
@@ -157,6 +165,49 @@ def workers_advice(ev: HostEvidence, cores: int, th: Thresholds) -> str:
             "each sample cheaper")
 
 
+def cores_words(cores: float) -> str:
+    """``half a core``, ``1.5 cores``, ``4 cores``."""
+    if abs(cores - 0.5) < 1e-9:
+        return "half a core"
+    text = f"{cores:.2f}".rstrip("0").rstrip(".")
+    return f"{text} core" if text == "1" else f"{text} cores"
+
+
+def cpu_quota(ctx: CauseContext, th: Thresholds) -> Finding | None:
+    """The job's own cgroup CPU quota throttles it (its trainer's or workers' ``cpu.stat``),
+    beside a card that is not busy: the limit in its job file holds it back, not the host.
+    First among the rules: a throttled pipeline also reads pegged or queued, and "more
+    workers" would only split the same quota further."""
+    ev = ctx.ev
+    held = ev.quota_throttled_pct
+    if ctx.busy or ev.quota_cores is None or held is None or held < th.quota_throttled_pct:
+        return None
+    parts = [worker_line(ev)]
+    if ev.trainer_cpu is not None:
+        parts.append(f"trainer at {pct(ev.trainer_cpu)} CPU")
+    why = [
+        f"the job's CPU quota is {cores_words(ev.quota_cores)} (its cgroup's cpu.max or "
+        f"cpu.cfs_quota_us) and the kernel throttled it in {pct(held)} of its periods "
+        "(cpu.stat): its trainer and workers are held back by their own limit, not by the "
+        "host",
+        ", ".join(parts),
+    ]
+    host = host_line(ev)
+    if host:
+        why.append(f"host: {host} (context only)")
+    advice = [
+        "Raise the job's CPU limit: Slurm --cpus-per-task, Kubernetes resources.limits.cpu, "
+        "docker --cpus: the quota, not the host, holds the input pipeline back",
+        "Or make each sample cheaper: cache or pre-decode the dataset, lighten the CPU "
+        "augmentation or move it to the accelerator",
+        "Match threads to the quota (OMP_NUM_THREADS, torch.set_num_threads, num_workers at "
+        "most the quota's cores) so they do not spend it waiting on each other",
+    ]
+    return Finding("cpu-quota", why, advice, 0.85, source=(
+        "inferred from the host side (the job's cgroup quota and the kernel's throttling "
+        "counters)"))
+
+
 def input_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
     """DataLoader workers pegged, or asking for a full core (CPU % + run delay %)."""
     ev = ctx.ev
@@ -206,20 +257,18 @@ def input_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
 
 
 def io_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
-    """Processes in disk-sleep, or high host iowait."""
+    """The job's own input pipeline in disk-sleep (its workers, or its trainer without
+    workers). Host iowait alone is never the cause: another process's disk traffic raises it
+    for every job on the host; it is quoted as context."""
     ev = ctx.ev
-    dstate = ev.dstate_frac is not None and ev.dstate_frac >= th.dstate_frac
-    if not (dstate or (ev.iowait is not None and ev.iowait >= th.iowait_high_pct)):
+    if ev.dstate_frac is None or ev.dstate_frac < th.dstate_frac:
         return None
-    why: list[str] = []
-    if dstate:
-        who = "DataLoader workers" if ev.n_workers else "the trainer (no workers: it reads)"
-        why.append(
-            f"{who} waiting on disk (D state) in {pct(100 * (ev.dstate_frac or 0.0))} "
-            "of samples"
-        )
+    who = "DataLoader workers" if ev.n_workers else "the trainer (no workers: it reads)"
+    why = [
+        f"{who} waiting on disk (D state) in {pct(100 * ev.dstate_frac)} of samples",
+    ]
     if ev.iowait is not None:
-        why.append(f"host iowait {pct(ev.iowait)}")
+        why.append(f"host iowait {pct(ev.iowait)} (the whole host, context only)")
     if ev.n_workers:
         why.append(worker_line(ev))
     advice = [
@@ -228,7 +277,8 @@ def io_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
         "Pack many small files into large sequential shards (tar/WebDataset, LMDB)",
         "Keep more reads in flight: more workers and a larger prefetch_factor",
     ]
-    return Finding("io-bound", why, advice, 0.8)
+    return Finding("io-bound", why, advice, 0.8, source=(
+        "inferred from the job's own processes (their state: D, waiting on storage)"))
 
 
 def host_bound(ctx: CauseContext, th: Thresholds) -> Finding | None:
@@ -301,7 +351,7 @@ def checkpoint(ctx: CauseContext, th: Thresholds) -> Finding | None:
         "a log or an export) and the card waits for it; this is not the input pipeline",
     ]
     if ev.iowait is not None:
-        why.append(f"host iowait {pct(ev.iowait)}")
+        why.append(f"host iowait {pct(ev.iowait)} (the whole host, context only)")
     advice = [
         "Checkpoint asynchronously: torch.distributed.checkpoint.async_save, or copy the "
         "state_dict to CPU and write it from a background thread, so steps go on meanwhile",
@@ -397,58 +447,70 @@ def slow_reads(ctx: CauseContext, th: Thresholds) -> Finding | None:
 
 
 def light_kernels(ctx: CauseContext, th: Thresholds) -> Finding | None:
-    """Utilisation steadily high at low power, with no host bottleneck."""
-    if not ctx.light:
-        return None
+    """Utilisation steadily high at low power, with the job's processes seen and no host
+    bottleneck among them (without them the card's figures alone cannot tell small kernels
+    from a wait in a collective or on the host: `_nothing_found`)."""
     ev = ctx.ev
+    if not ctx.light or not ev.has_processes:
+        return None
     why = [
         f"no host bottleneck seen ({worker_line(ev)}"
         + (f", trainer at {pct(ev.trainer_cpu)} CPU" if ev.trainer_cpu is not None else "")
         + ")"
-        if ev.has_processes
-        else "no process figures to check the host side"
     ]
     advice = [
         f"{ctx.label} counts any running kernel: the card runs many small kernels. Give each "
         "more work: larger batch, AMP/bf16, fused ops, torch.compile or CUDA graphs",
         "If nothing should be running, trust power: some tools read busy on an idle card",
     ]
-    if not ev.has_processes:
-        advice.append("Run with --pid <trainer PID> to add the host side to the verdict")
-    source = (
-        "inferred from the card's power against its utilisation" + (
-            ", with the host side checked" if ev.has_processes else ""
-        )
-    )
-    return Finding("light-kernels", why, advice, 0.6, source=source)
+    return Finding("light-kernels", why, advice, 0.6, source=(
+        "inferred from the card's power against its utilisation, with the host side checked"))
 
 
 #: The rules, in order of precedence within one basis (measured findings come first).
 CAUSE_RULES: list[CauseRule] = [
-    input_bound, checkpoint, io_bound, host_bound, spin_wait, slow_reads, light_kernels,
+    cpu_quota, input_bound, checkpoint, io_bound, host_bound, spin_wait, slow_reads,
+    light_kernels,
 ]
 #: The rules about the input pipeline, for a loop measured waiting on its data (the probe):
 #: then the trainer is not saving, and the cause is among these. Not `slow_reads`: its
 #: wake-ups and pipe reads are also what any worker feeding a loop at speed shows, so beside a
 #: measured wait they would call every pipeline that sleeps (a rate limit, a lock) io-bound.
-INPUT_RULES: list[CauseRule] = [input_bound, io_bound]
+INPUT_RULES: list[CauseRule] = [cpu_quota, input_bound, io_bound]
 
 
-def _nothing_found(ev: HostEvidence) -> Finding:
+#: What to run to give a card process evidence: the one advice of a cause without it.
+PID_ADVICE = (
+    "Run with --pid <trainer PID> (or start the job with `gpusat-tui run -- python ...`) so "
+    "the trainer and its DataLoader workers are watched: their own CPU, disk waits, reads, "
+    "writes and run-queue wait tell input-, I/O-, host- and quota-bound apart"
+)
+
+
+def _nothing_found(ctx: CauseContext) -> Finding:
+    ev = ctx.ev
     why: list[str] = []
     host = host_line(ev)
     if not ev.has_processes:
         if ev.foreign_processes:
-            why.append("processes were seen, but none is tied to this card")
+            why.append(
+                "cause unknown: processes were seen, but none is tied to this card, and "
+                "another job's processes are no evidence for it"
+            )
         else:
-            why.append("no process figures: cannot tell input-, I/O- or host-bound apart")
+            why.append(
+                "cause unknown: no process of this card's job is watched (no trainer listed "
+                "by the tool, given with --pid or found by its DataLoader workers), so its "
+                "own CPU, disk waits, reads and writes are missing"
+            )
+        if ctx.light:
+            why.append(
+                f"{ctx.label} steadily high at low power: small kernels, a wait in a "
+                "collective or a trainer spinning on the host look alike from the card alone"
+            )
         if host:
-            why.append(host)
-        advice = [
-            "Run with --pid <trainer PID> so the trainer and its DataLoader workers are "
-            "watched: their CPU tells input-, I/O- and host-bound apart"
-        ]
-        return Finding("unknown", why, advice, 0.5, source="")
+            why.append(f"host: {host} (the whole host, context only: not this job's figures)")
+        return Finding("unknown", why, [PID_ADVICE], 0.5, source="")
     parts = [worker_line(ev)]
     if ev.trainer_cpu is not None:
         parts.append(f"trainer at {pct(ev.trainer_cpu)} CPU")
@@ -476,7 +538,7 @@ def find_cause(
             return found
         if first_inferred is None:
             first_inferred = found
-    return first_inferred or _nothing_found(ctx.ev)
+    return first_inferred or _nothing_found(ctx)
 
 
 def starving_cause(

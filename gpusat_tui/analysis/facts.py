@@ -78,6 +78,10 @@ class ProcFacts(NamedTuple):
     #: Trainer only: its other threads' CPU % and how many are busy (`task_threads`).
     threads_cpu: float | None = None
     busy_threads: int | None = None
+    #: The CPU quota holding the process back (cores) and the share of its periods throttled
+    #: (`ProcessSample.cpu_quota_cores`, ``cpu_throttled_pct``); None: no quota read.
+    quota_cores: float | None = None
+    throttled_pct: float | None = None
 
     @property
     def has_counters(self) -> bool:
@@ -240,6 +244,9 @@ class FrameFacts:
     #: any process names cards: what `evidence.ProcessTie` folds over a window.
     trainer_cards: tuple[tuple[object, tuple[str, ...]], ...] = ()
     any_card_ids: bool = False
+    #: (job key, its trainers' PIDs, its cards) of each job the frame names (`Frame.jobs`):
+    #: what tells jobs apart (`evidence.ProcessTie`). Empty in older recordings.
+    jobs: tuple[tuple[str, tuple[object, ...], tuple[str, ...]], ...] = ()
     #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
     #: the statistics of a window read.
     fresh: dict[str, CardFacts] = field(default_factory=dict)
@@ -262,7 +269,7 @@ class FrameFacts:
 assert ProcFacts._fields == (
     "pid", "is_trainer", "is_worker", "trainer_pid", "card_ids", "cpu", "pin", "state",
     "run_delay", "rchar", "wchar", "syscalls", "switches", "world_size", "rank", "threads_cpu",
-    "busy_threads",
+    "busy_threads", "quota_cores", "throttled_pct",
 ), "frame_facts builds ProcFacts positionally, in this order"
 
 
@@ -302,6 +309,8 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 _count(getattr(proc, "rank", None)),  # rank
                 num(getattr(proc, "other_threads_cpu_pct", None)),  # threads_cpu
                 _count(getattr(proc, "busy_threads", None)),  # busy_threads
+                num(getattr(proc, "cpu_quota_cores", None)),  # quota_cores
+                num(getattr(proc, "cpu_throttled_pct", None)),  # throttled_pct
             )
         )
     iowait = host_cpu = None
@@ -321,6 +330,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
     return FrameFacts(cards, tuple(procs), iowait, host_cpu, cpu_count, t=t,
                       probes=probe_facts(frame), trainer_cards=trainer_cards,
                       any_card_ids=any(p.card_ids for p in procs),
+                      jobs=_jobs_of(frame),
                       fresh=fresh,
                       fresh_util={cid: c.util for cid, c in fresh.items()},
                       readings=(
@@ -339,6 +349,34 @@ def _interned(trainers: tuple[tuple[object, tuple[str, ...]], ...]) -> tuple[
     tie sees at a glance (by identity) that a poll names the trainers of the poll before.
     Bounded: a job's trainers change rarely."""
     return trainers
+
+
+def _jobs_of(frame: Frame) -> tuple[tuple[str, tuple[object, ...], tuple[str, ...]], ...]:
+    jobs = getattr(frame, "jobs", None)
+    if not jobs or not isinstance(jobs, (list, tuple)):
+        return ()  # most frames of older recordings, and hosts with no trainer found
+    out = []
+    for job in jobs:
+        try:
+            key = job.key
+        except (AttributeError, TypeError):
+            continue
+        pids = getattr(job, "pids", None) or ()
+        cards = getattr(job, "card_ids", None) or ()
+        if isinstance(key, str) and isinstance(pids, (list, tuple)) and isinstance(
+            cards, (list, tuple)
+        ):
+            out.append((key, tuple(_hashable(p) for p in pids),
+                        tuple(c for c in cards if isinstance(c, str))))
+    return _interned_jobs(tuple(out))
+
+
+@functools.lru_cache(maxsize=64)
+def _interned_jobs(
+    jobs: tuple[tuple[str, tuple[object, ...], tuple[str, ...]], ...],
+) -> tuple[tuple[str, tuple[object, ...], tuple[str, ...]], ...]:
+    """One object for the same jobs in every frame (see `_interned`)."""
+    return jobs
 
 
 def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:

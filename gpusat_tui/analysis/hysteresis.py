@@ -1,5 +1,7 @@
 """Hysteresis on the badges: a kind (or, within a kind, a cause) changes only when the recent
-window has said the new thing for ``hold_polls`` consecutive polls.
+window has said the new thing for ``hold_polls`` consecutive polls; a cause also only once
+those polls span ``cause_hold_s`` seconds (its evidence is noisier than the kind's: at a 0.5 s
+poll, two polls of another cause are one second of noise).
 
 `Badges` holds every key's (each card's, the job's) `Badge`: the verdict shown, since when,
 and the new kind or cause waiting to hold. While the kind and cause stand, the verdict's
@@ -29,6 +31,8 @@ class Badge:
     count: int = 0
     cause_candidate: str | None = None
     cause_count: int = 0
+    #: Time of the first poll of the current cause candidate (None: no time given).
+    cause_first_t: float | None = None
     #: True while ``verdict`` is the recent window's, without its reasons, because the key was
     #: out of focus (`VerdictTracker.explain` writes them, over the evidence window).
     brief: bool = False
@@ -40,8 +44,9 @@ class Badge:
 class Badges:
     """Every key's `Badge`, and the hysteresis that moves it."""
 
-    def __init__(self, hold_polls: int) -> None:
+    def __init__(self, hold_polls: int, cause_hold_s: float = 0.0) -> None:
         self.hold_polls = hold_polls
+        self.cause_hold_s = cause_hold_s
         self.shown: dict[str, Badge] = {}
 
     def adopt(self, key: str, new: Verdict, recent_start: int, in_focus: bool) -> Verdict:
@@ -58,11 +63,12 @@ class Badges:
         recent_start: int,
         in_focus: bool,
         evidence: Callable[[str, int], Verdict | None],
+        now: float | None = None,
     ) -> Verdict:
         """The verdict the key's badge shows after a push whose recent window says ``new``
-        (judged from ``recent_start``). ``evidence(key, since)``: the key's verdict over its
-        evidence window, asked for only when the kind and cause stand and the key is in
-        focus."""
+        (judged from ``recent_start``, at time ``now``). ``evidence(key, since)``: the key's
+        verdict over its evidence window, asked for only when the kind and cause stand and the
+        key is in focus."""
         state = self.shown.get(key)
         if state is None or (state.verdict.kind == "unknown" and new.kind != "unknown"):
             return self.adopt(key, new, recent_start, in_focus)
@@ -82,10 +88,21 @@ class Badges:
                 state.cause_count += 1
             else:
                 state.cause_candidate, state.cause_count = new.cause, 1
-            if state.cause_count >= self.hold_polls:
+                state.cause_first_t = now
+            # Only one named cause replacing another waits for the time too: a cause named
+            # where none was shown (or ``unknown``'s ``paused``) is news, not noise.
+            timed = (shown.cause is not None and new.cause is not None
+                     and shown.kind != "unknown")
+            held_s = (
+                now - state.cause_first_t
+                if timed and now is not None and state.cause_first_t is not None else None
+            )
+            if state.cause_count >= self.hold_polls and (
+                held_s is None or held_s >= self.cause_hold_s
+            ):
                 return self.adopt(key, new, recent_start, in_focus)
             return shown
-        state.cause_candidate, state.cause_count = None, 0
+        state.cause_candidate, state.cause_count, state.cause_first_t = None, 0, None
         if not in_focus:
             # Out of focus: the recent window's verdict (same kind and cause), no reasons.
             state.verdict, state.brief = new, True

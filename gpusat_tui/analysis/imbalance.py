@@ -314,7 +314,7 @@ def lagging(
         # 2. a collective wait: busy cards at a low level beside a busy peer at a high one
         busy_line = th.for_vendor(vendor).busy_util_pct
         busy = [c for c in group if utils[c] >= busy_line]
-        if len(busy) < 2:
+        if len(busy) < 2 or not _may_wait_in_collective(history, tie, group):
             continue
         readings = _fresh_readings(history, busy)
         sm = {c: _sm(readings[c]) for c in busy}
@@ -338,6 +338,26 @@ def lagging(
             history, th,
         )
     return None
+
+
+def _may_wait_in_collective(
+    history: Sequence[FrameFacts], tie: ProcessTie, group: list[str]
+) -> bool:
+    """No collective story without ranks: where the group's trainers are seen, one of them
+    must be a rank of several (its launcher's world size or rank, or a probe's). Without any
+    process (the tool alone) the cards' figures are all there is, and they are read as
+    before."""
+    seen = False
+    for ff in history:
+        if any(p.world_size is not None and p.world_size > 1 for p in ff.probes):
+            return True
+        for p in ff.procs:
+            if not p.is_trainer or (tie.any_card_ids and not tie.tied_cards(p) & set(group)):
+                continue
+            seen = True
+            if (p.world_size or 0) > 1 or (p.world_size is None and p.rank is not None):
+                return True
+    return not seen
 
 
 def _throttled(lag: Lag, history: Sequence[FrameFacts], th: Thresholds) -> Lag:

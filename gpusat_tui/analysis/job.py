@@ -23,11 +23,20 @@ from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.probe_only import probe_only_verdict
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
+from gpusat_tui.analysis.worker_advice import one_worker_count
 from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported
 # from before.
-__all__ = ["JOB_KEY", "SEVERITY", "apply_lag", "apply_measured", "judge_job"]
+__all__ = [
+    "JOB_KEY",
+    "SEVERITY",
+    "apply_lag",
+    "apply_measured",
+    "collective_ranks",
+    "job_verdicts",
+    "judge_job",
+]
 
 #: The key of the job's verdict beside the card ids (tracker, ``check --json``).
 JOB_KEY = "job"
@@ -55,6 +64,21 @@ _STRAGGLER_ADVICE = [
     "the collective library's debug log (NCCL_DEBUG=INFO or the vendor's) shows it",
     "With pipeline or model parallelism, rebalance the layers between stages",
 ]
+
+
+def collective_ranks(ranks: Sequence[Rank], job_of: Mapping[object, str] | None = None
+                     ) -> list[Rank]:
+    """The probed ranks that may wait for each other in a collective: only ranks of a
+    distributed job (a world size above 1, or a rank set), and only those of one job (the
+    job with the most such ranks, where ``job_of`` tells trainers' jobs apart). Two separate
+    jobs' trainers never wait for each other, however different their data waits."""
+    peers = [r for r in ranks if (r.world_size or 0) > 1 or r.rank is not None]
+    if len(peers) < 2 or not job_of:
+        return peers
+    by_job: dict[str | None, list[Rank]] = {}
+    for r in peers:
+        by_job.setdefault(job_of.get(r.pid), []).append(r)
+    return max(by_job.values(), key=len)
 
 
 # --- what the lag does to the verdicts -------------------------------------------------------
@@ -236,6 +260,7 @@ def judge_job(
     evidence: Callable[[], HostEvidence] | None = None,
     *,
     apply: bool = True,
+    job_of: Mapping[object, str] | None = None,
 ) -> tuple[Verdict, dict[str, Verdict]]:
     """The job verdict, and the card verdicts once the job's lag is applied (`apply_lag`).
     ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
@@ -246,7 +271,8 @@ def judge_job(
     With no card at all but probed trainers (no accelerator tool), the verdict stands on the
     probes and the host (``evidence``: the host evidence of the window; `probe_only`).
     ``apply=False``: the card verdicts are returned as given (a caller that only wants the
-    job's verdict, of cards already judged with the lag).
+    job's verdict, of cards already judged with the lag). ``job_of``: each trainer's job key,
+    so that only the ranks of one job are compared (`collective_ranks`).
     """
     if not verdicts:
         if ranks and evidence is not None:
@@ -260,10 +286,11 @@ def judge_job(
 
     active = [c for c, v in verdicts.items() if v.kind not in ("idle", "unknown") and c in figures]
     lag = lag_of(active)
-    slow = straggler(ranks, thresholds) if len(ranks) >= 2 else None
+    peers = collective_ranks(ranks, job_of)
+    slow = straggler(peers, thresholds) if len(peers) >= 2 else None
     if slow is not None:
         updated = verdicts if not apply else {
-            c: apply_measured(c, v, slow, ranks, figures) for c, v in verdicts.items()
+            c: apply_measured(c, v, slow, peers, figures) for c, v in verdicts.items()
         }
         return _measured_straggler(slow, lag, verdicts, figures), updated
     if lag is not None:
@@ -303,6 +330,7 @@ def judge_job(
             for line in v.advice:
                 if line not in advice:
                     advice.append(line)
+    advice = one_worker_count(advice)
     conf = min(v.confidence for v in chosen) if chosen else 0.0
     return Verdict(kind=kind, cause=cause, why=why, advice=advice, confidence=conf), verdicts
 
@@ -329,3 +357,18 @@ def _measured_straggler(
     confs = [v.confidence for v in verdicts.values() if v.kind != "unknown"]
     conf = round(max(0.5, min(0.9, min(confs) if confs else 0.5)), 2)
     return Verdict(kind="imbalanced", cause="straggler", why=why, advice=advice, confidence=conf)
+
+
+def job_verdicts(
+    cards: Mapping[str, Verdict], job_cards: Mapping[str, Sequence[str]]
+) -> dict[str, Verdict]:
+    """Each job's own verdict from its cards' verdicts (as shown: with their hysteresis and
+    any lag of that job already applied): one card's verdict is its job's; several give the
+    summary `judge_job` gives (the most severe kind, the cards that show it). A job with no
+    card seen gets none. Two jobs on two cards: two verdicts, each from its own cards."""
+    out: dict[str, Verdict] = {}
+    for key, ids in job_cards.items():
+        mine = {c: cards[c] for c in dict.fromkeys(ids) if c in cards}
+        if mine:
+            out[key] = judge_job(mine, {}, lambda _active: None, apply=False)[0]
+    return out

@@ -74,12 +74,13 @@ def waiting_cause(
     ev: HostEvidence, th: Thresholds, label: str, said_workers: int | None = None,
     framework: str | None = None,
 ) -> tuple[str, list[str], list[str]]:
-    """(cause, why, advice) of a loop measured waiting on its data: ``io-bound`` where the host
-    shows disk waits, else ``input-bound`` (the wait itself is the evidence). ``said_workers``:
+    """(cause, why, advice) of a loop measured waiting on its data: ``cpu-quota`` where the
+    job's cgroup quota throttles it, ``io-bound`` where its input pipeline waits on disk, else
+    ``input-bound`` (the wait itself is the evidence). ``said_workers``:
     the DataLoader's ``num_workers`` as the probe read it (None: not said)."""
     cause, cwhy, cadvice, _ = starving_cause(ev, th, light=False, label=label,
                                              rules=INPUT_RULES)
-    if cause in ("input-bound", "io-bound"):
+    if cause in ("cpu-quota", "input-bound", "io-bound"):
         return cause, cwhy, cadvice
     advice = [more_in_flight(framework), _INPUT_ADVICE[1]]
     if ev.n_workers == 0 and framework in THREAD_PIPELINES:

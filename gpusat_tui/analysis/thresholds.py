@@ -73,6 +73,14 @@ class Thresholds:
     #: oversubscribed. CPU % + run delay % is what the process asked for; at or above the
     #: pegged line it is CPU-bound even when contention holds its CPU % below that line.
     run_delay_high_pct: float = 10.0
+    #: A job whose cgroup CPU quota throttled it in at least this share of its periods
+    #: (percent, ``cpu.stat``) is held back by its quota (cause ``cpu-quota``).
+    quota_throttled_pct: float = 20.0
+    #: Within one kind, a new cause is shown only once the recent window has said it for
+    #: ``hold_polls`` consecutive polls spanning at least this many seconds: cause evidence
+    #: (which rule fires first) is noisier than the kind, and at a 0.5 s poll two polls are
+    #: one second. What it costs: a real change of cause shows this much later.
+    cause_hold_s: float = 10.0
     #: Imbalanced: a card whose level (median over the window) is at most ``imbalance_ratio``
     #: of the leader's and at least ``imbalance_gap_pct`` points below it (utilisation or SM
     #: activity; ``imbalance_power_gap_pct`` points of power share of cap), with the gap holding

@@ -105,7 +105,7 @@ class VerdictTracker:
         )
         self._count = 0
         #: Every key's badge and what would change it (`hysteresis`).
-        self.badges = Badges(hold_polls)
+        self.badges = Badges(hold_polls, thresholds.cause_hold_s)
         self._assessment = Assessment()
         self._focus: Collection[str] | None = None
         #: The cards' verdicts (before `hold_cause`) and the figures the job's verdict was
@@ -259,14 +259,14 @@ class VerdictTracker:
             recent = judgement(offset).assessment.cards.get(card_id)
             if recent is not None:
                 cards[card_id] = self.badges.update(
-                    card_id, recent, first + offset, self._in_focus(card_id), evidence
+                    card_id, recent, first + offset, self._in_focus(card_id), evidence, t
                 )
         for gone in set(shown) - set(cards) - {JOB_KEY}:
             del shown[gone]
         self._job_cards, self._job_figures = dict(cards), recent_job.figures
         job = self.badges.update(
             JOB_KEY, recent_job.assessment.job, first + job_recent, self._in_focus(JOB_KEY),
-            evidence,
+            evidence, t,
         )
         gathered = t - (self._started_t if self._started_t is not None else t)
         if self.hold_cause and gathered < HOLD_CAUSE_MAX * self.window_s:

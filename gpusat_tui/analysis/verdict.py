@@ -38,12 +38,14 @@ and a window that is two thirds new evidence already reads as the new state (thi
 the tracker react within three polls).
 
 Processes are tied to cards through ``ProcessSample.card_ids`` (a worker inherits its trainer's
-cards). When no process in the window has any ``card_ids``, every process is assumed to serve
-every card: the common single-job machine. Two unrelated jobs on one machine without card ids
-would then share their host evidence; the ``why`` lines show the figures used so this is visible.
+cards), else through their job's cards (`Frame.jobs`: a probe's tie). When no process in the
+window has any ``card_ids`` and one job runs, every process is assumed to serve every card: the
+common single-job machine; with two or more jobs and no card named, no card takes any job's
+processes as evidence (its cause is ``unknown``). A card two jobs drive says so in ``why``.
 
-The job verdict is ``imbalanced`` when cards of one job (cards sharing a trainer; or, when every
-trainer drives one card as in DDP, all cards that hold memory) have one holding the others back,
+The job verdict is ``imbalanced`` when cards of one job (the same job key in `Frame.jobs`; in
+recordings without jobs, cards sharing a trainer, or all cards that hold memory) have one
+holding the others back,
 persistently over the history (`imbalance`): then the straggler's own badge is ``imbalanced`` too,
 and cards waiting for it in a collective are ``starving``/``collective-wait``. Otherwise the
 job takes the most severe of its cards' kinds (`job.SEVERITY`).
@@ -78,7 +80,7 @@ from gpusat_tui.analysis.card_figures import CardFigures, light_figures
 from gpusat_tui.analysis.evidence import EvidenceCache, HostEvidence, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.imbalance import Lag, lagging
-from gpusat_tui.analysis.job import apply_lag, apply_measured, judge_job
+from gpusat_tui.analysis.job import apply_lag, apply_measured, collective_ranks, judge_job
 from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of, straggler
 from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -175,10 +177,26 @@ class _Window:
         return self.past.stall(card_id, th)
 
     def card(self, card_id: str, words: bool = True) -> tuple[Verdict, CardFigures | None]:
-        return judge_card(
+        verdict, figs = judge_card(
             self.frames, self.facts, card_id, self.thresholds, self.evidence, self.stall,
             self.measured, self.fresh_maps, words,
         )
+        shared = (
+            self.tie.shared_line(card_id, self._own_waits(card_id))
+            if words and self.tie.job_cards else None
+        )
+        if shared is not None:
+            verdict = verdict.model_copy(update={"why": [shared, *verdict.why]})
+        return verdict, figs
+
+    def _own_waits(self, card_id: str) -> dict[str, str]:
+        """Each job's own measured data wait on ``card_id`` (its probed trainers'), by key."""
+        waits: dict[str, list[float]] = {}
+        for r in self.ranks:
+            key = self.tie.job_of.get(r.pid)
+            if r.card_id == card_id and key is not None and r.wait_pct is not None:
+                waits.setdefault(key, []).append(r.wait_pct)
+        return {key: f"its data wait {max(w):.0f} %, measured" for key, w in waits.items()}
 
     def measured(self, card_id: str) -> Measured | None:
         return measured_for_card(self.ranks, card_id)
@@ -245,7 +263,7 @@ def judge_window(
         if figs is not None:
             figures[cid] = figs
     job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds,
-                              evidence=lambda: window.evidence(""))
+                              evidence=lambda: window.evidence(""), job_of=window.tie.job_of)
     if words is not None:
         # The rules that add to a verdict after the card's own (a probe's figures, the job's
         # lag) write their lines anyway: none is kept where no reason is asked for.
@@ -273,12 +291,14 @@ def job_from_cards(
     job's window was ~40 % of a dashboard push.
     """
 
+    tie = ProcessTie(facts)
+
     def host_evidence() -> HostEvidence:
-        return EvidenceCache(facts, ProcessTie(facts))("")
+        return EvidenceCache(facts, tie)("")
 
     job, _ = judge_job(dict(cards), dict(figures), lambda _active: lag,
                        ranks_of(facts, thresholds), thresholds, evidence=host_evidence,
-                       apply=False)
+                       apply=False, job_of=tie.job_of)
     return job
 
 
@@ -332,11 +352,12 @@ class PreparedWindow:
         verdict, figs = window.card(card_id)
         if len(window.ids) == 1 or figs is None or verdict.kind == "idle":
             return verdict  # alone, unknown or idle: the job's lag never changes it
-        if len(window.ranks) >= 2:
+        peers = collective_ranks(window.ranks, window.tie.job_of)
+        if len(peers) >= 2:
             # The probes' straggler outranks the utilisation lag (`job.judge_job`).
-            slow = straggler(window.ranks, window.thresholds)
+            slow = straggler(peers, window.thresholds)
             if slow is not None:
-                return apply_measured(card_id, verdict, slow, window.ranks, {card_id: figs})
+                return apply_measured(card_id, verdict, slow, peers, {card_id: figs})
         return apply_lag(card_id, verdict, self._lagging())
 
     def _lagging(self) -> Lag | None:

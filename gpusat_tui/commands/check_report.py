@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from gpusat_tui.analysis.energy import EnergyMeter
 from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
+from gpusat_tui.analysis.job import job_verdicts
 from gpusat_tui.analysis.probe_rates import span_rates
 from gpusat_tui.analysis.probe_words import (
     NO_BATCH,
@@ -242,7 +243,7 @@ def probe_who(pid: int, probe: CheckProbe) -> str:
 #: trainer's other threads (CPU %, busy count).
 _PROGRESS: tuple[str, ...] = (
     "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
-    "other_threads_cpu_pct", "busy_threads",
+    "other_threads_cpu_pct", "busy_threads", "cpu_quota_cores", "cpu_throttled_pct",
 )
 
 
@@ -399,11 +400,14 @@ class CheckBuilder:
             )
             for p in self._procs.values()
         ]
+        own = job_verdicts(verdicts, {key: job.card_ids for key, job in self._jobs.items()})
         jobs = [
             CheckJob(
                 key=key, **job.model_dump(exclude={"pids", "card_ids"}),
                 pids=list(job.pids), card_ids=list(job.card_ids),
                 energy=CheckEnergy.of(self.energy.job(key)),
+                verdict=CheckVerdict(kind=v.kind, cause=v.cause, why=list(v.why),
+                                     advice=list(v.advice)) if (v := own.get(key)) else None,
             )
             for key, job in self._jobs.items()
         ]

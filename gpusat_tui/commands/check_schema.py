@@ -108,6 +108,9 @@ class CheckJob(CheckShape):
     pids: list[int] = []
     card_ids: list[str] = []
     energy: CheckEnergy = CheckEnergy()
+    #: Addition: this job's own verdict, from its own cards' verdicts (null: none of its
+    #: cards seen). Two jobs on two cards have one each; they are never compared.
+    verdict: CheckVerdict | None = None
 
 
 class CheckCard(CheckShape):
@@ -240,6 +243,10 @@ class CheckProcess(CheckShape):
     #: MindSpore load, in threads inside the trainer.
     other_threads_cpu_pct: Stats = Stats()
     busy_threads: Stats = Stats()
+    #: Addition (Linux cgroups): the CPU quota holding the process back, in cores, and the
+    #: share of its quota periods throttled, percent (null: no quota set or read).
+    cpu_quota_cores: Stats = Stats()
+    cpu_throttled_pct: Stats = Stats()
 
 
 class CheckError(CheckShape):

@@ -29,7 +29,8 @@ def build_app(options: DashboardOptions) -> GpusatApp:
         banner = f"{banner} {built.record_dropped}."
     app = GpusatApp(built.source, interval=built.interval_s, banner=banner,
                     tracker=built.tracker,
-                    view=None if options.view == "auto" else options.view, freeze_heap=True)
+                    view=None if options.view == "auto" else options.view, freeze_heap=True,
+                    pids=options.source.poll.pids)
     if is_live(options, built.banner):
         watch_verdicts(app, options, built.interval_s)
     return app

@@ -137,6 +137,12 @@ METRICS: tuple[MetricDef, ...] = (
               "CPU of the busiest DataLoader worker, in cores (near 1: a worker is pegged)"),
     MetricDef("gpusat_trainer_workers_cpu_seconds_total", "counter", _TRAINER,
               "CPU time of all DataLoader workers of a training process, integrated"),
+    MetricDef("gpusat_trainer_cpu_quota_ratio", "gauge", _TRAINER,
+              "CPU quota of the training process's cgroup, in cores (cpu.max or "
+              "cpu.cfs_quota_us; absent: no quota)"),
+    MetricDef("gpusat_trainer_cpu_throttled_ratio", "gauge", _TRAINER,
+              "Share of the quota's periods in which the kernel throttled the training "
+              "process or its workers over the last poll (cpu.stat)"),
     MetricDef("gpusat_probe_data_wait_ratio", "gauge", _PROBE,
               "Share of the step spent waiting for the next batch (from the in-process probe)"),
     MetricDef("gpusat_probe_data_wait_seconds_total", "counter", _PROBE,
@@ -369,9 +375,13 @@ class ExportCollector(Collector):
     @staticmethod
     def _processes(frame: Frame, snap: _Snapshot, host: str, put: _Put) -> None:
         workers: dict[int, list[float | None]] = {}
+        held: dict[int, list[float]] = {}
         for proc in frame.processes:
+            owner = proc.trainer_pid if proc.role == "dataloader_worker" else proc.pid
             if proc.role == "dataloader_worker" and proc.trainer_pid is not None:
                 workers.setdefault(proc.trainer_pid, []).append(proc.cpu_pct)
+            if owner is not None and proc.cpu_throttled_pct is not None:
+                held.setdefault(owner, []).append(proc.cpu_throttled_pct)
         for proc in frame.processes:
             if proc.role != "trainer":
                 continue
@@ -387,6 +397,10 @@ class ExportCollector(Collector):
                 _share(max(cpus)) if cpus else None)
             put("gpusat_trainer_workers_cpu_seconds_total", labels,
                 snap.workers_cpu_s.get(proc.pid))
+            put("gpusat_trainer_cpu_quota_ratio", labels, proc.cpu_quota_cores)
+            throttled = held.get(proc.pid)
+            put("gpusat_trainer_cpu_throttled_ratio", labels,
+                _share(max(throttled)) if throttled else None)
 
     @staticmethod
     def _probes(frame: Frame, snap: _Snapshot, host: str, put: _Put) -> None:

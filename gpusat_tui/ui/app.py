@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -33,6 +33,7 @@ from textual.widgets import Footer, Static
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.text import clean
+from gpusat_tui.ui.followed_job import JobFollower
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
@@ -143,13 +144,16 @@ class GpusatApp(App[int]):
         view: str | None = None,
         freeze_heap: bool = False,
         on_verdict: Callable[[Frame, Assessment], None] | None = None,
+        pids: Sequence[int] = (),
     ) -> None:
         """``view``: "overview" or "card" to start in (and keep) that view; None lets the
         pane's size choose until the user does (`overview_fits`). ``freeze_heap``: freeze the
         start-up heap after the first frames (`settle_heap`): for the process that runs only
         this app (the command line), never for one that runs many (tests, embedding).
         ``on_verdict``: told every frame's verdicts as they are judged (the status file and
-        the notifications, `ui.entry`); an error in it turns it off, never the polling."""
+        the notifications, `ui.entry`); an error in it turns it off, never the polling.
+        ``pids``: the trainers given with ``--pid``: the job line follows their job (else the
+        first job found) and says when it ended (`followed_job`)."""
         super().__init__()
         self.source = source
         self.freeze_heap = freeze_heap
@@ -177,6 +181,7 @@ class GpusatApp(App[int]):
         #: False when the last push raised: the tracker's state is older than the screen's.
         self._tracker_ok = False
         self.job_bar = JobLine()
+        self.follower = JobFollower(pids)
         self.card_list = CardList(id="cards")
         self.detail = CardDetail(id="detail")
         self.grid = CardGrid(id="grid")
@@ -278,10 +283,12 @@ class GpusatApp(App[int]):
                     if self._generation is not None:
                         self.state.reset()
                         self.tracker.reset()
+                        self.follower = JobFollower(self.follower.pids)
                     self._generation = generation
                 # History and verdicts first: a repaint may be dropped, a frame never is.
                 self.state.push(frame)
                 assessment = self._judge(frame)
+                self.follower.update(frame, assessment.job)
                 if self.on_verdict is not None:
                     self._tell(frame, assessment)
                 self._last_arrival = self.clock()
@@ -435,12 +442,16 @@ class GpusatApp(App[int]):
             self.set_reactive(GpusatApp.selected, ids[0])
             self._explain_selected(ids[0])
         verdicts = self.assessment.cards
-        multi = len(frame.cards) > 1 or bool(frame.jobs)
+        followed = self.follower.job
+        multi = len(frame.cards) > 1 or bool(frame.jobs) or followed is not None
         if self.job_bar.display != multi:
             self.job_bar.display = multi
         probes = list(frame.probes)
-        if multi:
-            who, energy = job_summary(frame.jobs, self.state.energy)
+        ended = followed.ended_line() if followed is not None else None
+        if ended is not None:
+            self.job_bar.show(len(frame.cards), self.assessment.job, None, "", "", ended=ended)
+        elif multi:
+            who, energy = job_summary(self.follower.jobs_shown(frame.jobs), self.state.energy)
             # One data-wait figure per screen: the one the job's why quotes, named by its span;
             # in the card view a probed card's own figure (its window) stands instead, since
             # the job's window can be shorter or longer than the card's.

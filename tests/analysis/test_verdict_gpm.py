@@ -11,7 +11,7 @@ from gpusat_tui.analysis.facts import frame_facts
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import PreparedWindow, judge
-from gpusat_tui.model import CardReading, Frame
+from gpusat_tui.model import CardReading, Frame, ProcessSample
 from tests.scenarios import T0
 
 
@@ -33,8 +33,14 @@ def nv(
     )
 
 
-def frames(per_tick: list[list[CardReading]]) -> list[Frame]:
-    return [Frame(t=T0 + i, seq=i, cards=cards) for i, cards in enumerate(per_tick)]
+def frames(per_tick: list[list[CardReading]],
+           processes: list[ProcessSample] | None = None) -> list[Frame]:
+    return [Frame(t=T0 + i, seq=i, cards=cards, processes=processes or [])
+            for i, cards in enumerate(per_tick)]
+
+
+#: A quiet trainer: the job's own processes seen, none of them a bottleneck.
+QUIET = [ProcessSample(pid=100, role="trainer", name="python", cpu_pct=20.0, state="running")]
 
 
 def test_busy_util_and_high_sm_activity_is_saturated_and_why_names_gpm() -> None:
@@ -49,8 +55,11 @@ def test_full_util_at_high_power_but_low_sm_activity_is_starving_light_kernels()
     """Without GPM this card is saturated (util 100 %, 85 % of cap); GPM says otherwise."""
     plain = judge(frames([[nv(100)]] * 10)).cards["nvidia:0"]
     assert plain.kind == "saturated"
-    v = judge(frames([[nv(100, sm=30, tensor=4)]] * 10)).cards["nvidia:0"]
+    v = judge(frames([[nv(100, sm=30, tensor=4)]] * 10, QUIET)).cards["nvidia:0"]
     assert (v.kind, v.cause) == ("starving", "light-kernels")
+    # Without the job's processes the same card is starving with its cause unknown.
+    alone = judge(frames([[nv(100, sm=30, tensor=4)]] * 10)).cards["nvidia:0"]
+    assert (alone.kind, alone.cause) == ("starving", "unknown")
     line = next(w for w in v.why if "SM activity" in w)
     assert "GPU-Util reads 100 % but SM activity (GPM) median 30 %" in line
     assert "likely ineffective use" in line and "collective" in line

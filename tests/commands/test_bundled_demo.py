@@ -87,3 +87,14 @@ def test_worker_counts_in_why_and_advice_are_the_frames(frames: list[Frame],
               for n in re.findall(r"(\d+) workers|num_workers from (\d+)", line) for n in n if n]
     assert counts, told
     assert set(counts) <= per_trainer | per_frame, (counts, per_trainer, per_frame)
+
+
+def test_its_two_jobs_are_never_judged_as_one_imbalanced_job(frames: list[Frame],
+                                                             report: dict) -> None:
+    keys = {j.key for f in frames for j in f.jobs}
+    assert len(keys) == 2, keys  # two plain jobs, one card each
+    kinds = {s["kind"] for s in report["job_worst"]}
+    kinds |= {s["kind"] for c in report["cards"] for s in c["worst"]}
+    assert "imbalanced" not in kinds, kinds
+    told = [line for s in report["job_worst"] for line in (*s["why"], *s["advice"])]
+    assert not any("straggler" in line or "rebalance the layers" in line for line in told)

@@ -20,7 +20,7 @@ SLURM = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "train\x1b[2Jllm", "SLURM_JOB
 
 
 JOB_FIELDS = ["key", "scheduler", "job_id", "step", "name", "user", "partition", "namespace",
-              "pod_uid", "command", "source", "host", "pids", "card_ids", "energy"]
+              "pod_uid", "command", "source", "host", "pids", "card_ids", "energy", "verdict"]
 ENERGY_FIELDS = ["joules", "kwh", "covered_s", "uncovered_s", "window_joules", "window_s",
                  "samples", "joules_per_sample", "samples_per_kwh", "note"]
 

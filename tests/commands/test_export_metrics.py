@@ -269,6 +269,8 @@ PINNED = {
     "gpusat_trainer_workers_cpu_ratio": ("gauge", "host pid name"),
     "gpusat_trainer_worker_cpu_max_ratio": ("gauge", "host pid name"),
     "gpusat_trainer_workers_cpu_seconds_total": ("counter", "host pid name"),
+    "gpusat_trainer_cpu_quota_ratio": ("gauge", "host pid name"),
+    "gpusat_trainer_cpu_throttled_ratio": ("gauge", "host pid name"),
     "gpusat_probe_data_wait_ratio": ("gauge", "host pid rank card"),
     "gpusat_probe_data_wait_seconds_total": ("counter", "host pid rank card"),
     "gpusat_probe_steps_total": ("counter", "host pid rank card"),
@@ -318,8 +320,10 @@ def test_every_metric_is_in_the_readme_table() -> None:
 def test_a_real_scrape_serves_exactly_the_documented_names() -> None:
     state = ExportState(host="h", interval_s=1.0)
     for i in range(2):
+        quota = [p.model_copy(update={"cpu_quota_cores": 2.0, "cpu_throttled_pct": 5.0})
+                 for p in job()]
         state.update(
-            Frame(t=T0 + i, cards=[card(0, 50.0)], processes=job(),
+            Frame(t=T0 + i, cards=[card(0, 50.0)], processes=quota,
                   host=HostSample(cpu_pct=1.0, iowait_pct=0.0), monitor_cpu_pct=1.0,
                   errors=[ToolError(tool="x", message="m", kind="exit")],
                   jobs=[JobContext(scheduler="plain", job_id="4242", pids=[4242],
@@ -345,3 +349,18 @@ def test_the_grafana_dashboard_uses_only_exported_names() -> None:
     used = {name for e in exprs for name in re.findall(r"gpusat_[a-z0-9_]+", e)}
     assert used and used <= {m.name for m in METRICS}, used - {m.name for m in METRICS}
     assert DASHBOARD in (REPO / "docs" / "prometheus.md").read_text()
+
+
+def test_a_trainers_cpu_quota_and_its_throttled_share() -> None:
+    state = ExportState(host="h", interval_s=1.0)
+    procs = [p.model_copy(update={"cpu_quota_cores": 0.5, "cpu_throttled_pct": held})
+             for p, held in zip(job(), (40.0, 78.0, 60.0), strict=True)]
+    state.update(Frame(t=T0, cards=[card(0, 20.0)], processes=procs),
+                 Assessment(cards={"nvidia:0": STARVING}))
+    samples = scrape(state)
+    assert one(samples, "gpusat_trainer_cpu_quota_ratio", pid="4242") == 0.5
+    # The most throttled of the trainer and its workers.
+    assert one(samples, "gpusat_trainer_cpu_throttled_ratio", pid="4242") == pytest.approx(0.78)
+    state.update(Frame(t=T0 + 1, cards=[card(0, 20.0)], processes=job()),
+                 Assessment(cards={"nvidia:0": STARVING}))
+    assert "gpusat_trainer_cpu_quota_ratio" not in scrape(state)  # no quota: no series

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 
 import psutil
 
+from gpusat_tui.host.monitor.cpu_quota import CgroupQuotaReader
 from gpusat_tui.host.monitor.host_cpu import HostCpuMeter
 from gpusat_tui.host.monitor.proc_readers import Denied, Failed, Gone, PsutilReader
 from gpusat_tui.host.monitor.process_report import ProcessReport, SaidOnce
@@ -88,6 +89,8 @@ class ProcessMonitor:
             list(dict.fromkeys(int(p) for p in pids)), self._reader, self._said
         )
         self._host_cpu = HostCpuMeter(psutil.cpu_count())
+        #: Each watched process's CPU quota (Linux cgroups; None elsewhere).
+        self._quota = CgroupQuotaReader(PROC_ROOT) if use_procfs else None
         #: The clock reading of a tick `sample_if_cheap` left to `sample`.
         self._deferred_now: float | None = None
 
@@ -215,13 +218,16 @@ class ProcessMonitor:
                                 f"PID {pid} ({'trainer' if w.role == 'trainer' else 'worker'}) "
                                 "is a zombie: it has exited and its parent has not reaped it; "
                                 "no CPU figure.")
-            samples.append(w.measure(st, reader, now))
+            quota = self._quota.figures(pid, w.start, now) if self._quota is not None else None
+            samples.append(w.measure(st, reader, now, quota))
         return samples
 
     def _drop(self, pid: int, report: ProcessReport, why: str) -> None:
         w = self._watched.pop(pid, None)
         self._dirty = True  # the tree changed: look again next tick
         self._reader.forget(pid)
+        if w is not None and self._quota is not None:
+            self._quota.forget(pid, w.start)
         if w is not None:
             self._reader.release(w.handle)
         if w is not None and w.role == "trainer":

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from gpusat_tui.host.monitor.cpu_quota import QuotaFigures
 from gpusat_tui.host.monitor.proc_readers import (
     Denied,
     Failed,
@@ -79,11 +80,13 @@ class WatchedProcess:
     world: tuple[int | None, int | None] = (None, None)
 
     def measure(
-        self, st: ProcStat, reader: ProcfsReader | PsutilReader, now: float
+        self, st: ProcStat, reader: ProcfsReader | PsutilReader, now: float,
+        quota: QuotaFigures | None = None,
     ) -> ProcessSample:
         """This tick's figures of the process ``st`` was just read of (the same one: its
         identity is checked by the caller); this tick's counters become the baselines. A
-        zombie has no figures and its baselines are dropped."""
+        zombie has no figures and its baselines are dropped. ``quota``: its cgroup's CPU
+        quota this tick (`cpu_quota`)."""
         pid = self.pid
         delay: float | None = None
         progress: tuple[float | None, ...] = (None, None, None, None)
@@ -126,6 +129,8 @@ class WatchedProcess:
             rank=self.world[1],
             other_threads_cpu_pct=others,
             busy_threads=busy,
+            cpu_quota_cores=quota.cores if quota is not None else None,
+            cpu_throttled_pct=quota.throttled_pct if quota is not None else None,
         )
 
     def blank(self, state: str | None) -> ProcessSample:

@@ -63,21 +63,27 @@ class JobLine(LineWidget):
         self.probe: str | None = ""
         self.who = ""
         self.energy = ""
+        self.ended = ""
 
     def show(self, n_cards: int, verdict: Verdict, probe: str | None = "", who: str = "",
-             energy: str = "") -> None:
+             energy: str = "", *, ended: str = "") -> None:
         """``probe``: the job's probe figures ("" says there is no probe; None leaves them
-        out, where the screen shows a card's own figure instead)."""
+        out, where the screen shows a card's own figure instead). ``ended``: the followed
+        job's end (`followed_job`), shown instead of a verdict."""
         # Only what the line shows decides a repaint: the verdict's figures (confidence, its
         # other reasons) move every poll, and each repaint resent the whole line (~0.3 KiB).
-        before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy)
+        before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy,
+                  self.ended)
         self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
-        self.who, self.energy = who, energy
-        if (n_cards, *_shown(verdict), probe, who, energy) != before:
+        self.who, self.energy, self.ended = who, energy, ended
+        if (n_cards, *_shown(verdict), probe, who, energy, ended) != before:
             self.refresh()
 
     def _parts(self) -> list[tuple[str, str]]:
         """(text, component class or "" for bold) parts of the line, uncut."""
+        if self.ended:
+            return [("Job ", ""), (" ENDED ", "jobline--unknown"),
+                    (f" {clean(self.ended, 400)}", "jobline--why")]
         verdict = self.verdict
         kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
         first = verdict.why[0] if verdict.why else ""

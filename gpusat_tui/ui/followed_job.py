@@ -1,0 +1,100 @@
+"""The job the dashboard follows: the one given with ``--pid``, else the first one it found.
+
+While it runs, the job line names it alone; once it is gone, the line says so ("job alice:
+python train.py ended at 14:02 after 38 min; last verdict starving (input-bound)") and stays
+so: another job on the machine is never adopted by itself. A job counts as gone once it has
+been missing from every poll for `GONE_POLLS` polls and `GONE_S` seconds (a deferred process
+scan leaves one poll without its jobs). Pure: frames and verdicts in, a line out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gpusat_tui.analysis.wording import duration
+from gpusat_tui.host.scheduler.jobs import job_label
+from gpusat_tui.model import Frame, JobContext, Verdict
+
+__all__ = ["GONE_POLLS", "GONE_S", "FollowedJob", "JobFollower"]
+
+#: Polls and seconds a followed job must be missing before it is called ended.
+GONE_POLLS = 3
+GONE_S = 2.0
+
+
+@dataclass
+class FollowedJob:
+    """The followed job: its key, its label (cleaned), when it was seen first and last, its
+    last verdict with a kind, and when it ended (None: it runs)."""
+
+    key: str
+    label: str
+    first_t: float
+    last_t: float
+    kind: str = "unknown"
+    cause: str | None = None
+    ended_t: float | None = None
+    missing: int = 0
+
+    def ended_line(self) -> str | None:
+        """``job … ended at 14:02 after 38 min; last verdict starving (input-bound)``."""
+        if self.ended_t is None:
+            return None
+        at = time.strftime("%H:%M", time.localtime(self.ended_t))
+        after = duration(max(0.0, self.ended_t - self.first_t))
+        verdict = self.kind + (f" ({self.cause})" if self.cause else "")
+        return f"job {self.label} ended at {at} after {after}; last verdict {verdict}"
+
+
+class JobFollower:
+    """Chooses the job to follow and tells when it ended (see the module docstring)."""
+
+    def __init__(self, pids: Iterable[int] = ()) -> None:
+        self.pids = frozenset(pids)
+        self.job: FollowedJob | None = None
+        self._last_t: float | None = None
+
+    def _choose(self, jobs: Sequence[JobContext]) -> JobContext | None:
+        if self.pids:
+            return next((j for j in jobs if self.pids & set(j.pids)), None)
+        return jobs[0] if jobs else None
+
+    def update(self, frame: Frame, verdict: Verdict) -> FollowedJob | None:
+        """The followed job after ``frame`` (whose job verdict is ``verdict``); a frame seen
+        before is not counted twice."""
+        if self._last_t is not None and frame.t < self._last_t:
+            self.job = None  # a replay seek back: another moment, chosen again
+        elif self._last_t is not None and frame.t == self._last_t:
+            return self.job
+        self._last_t = frame.t
+        job = self.job
+        if job is None:
+            chosen = self._choose(frame.jobs)
+            if chosen is not None:
+                job = self.job = FollowedJob(chosen.key, job_label(chosen, 80), frame.t,
+                                             frame.t)
+                self._note(job, verdict)
+            return job
+        if job.ended_t is not None:
+            return job
+        if any(j.key == job.key for j in frame.jobs):
+            job.last_t, job.missing = frame.t, 0
+            self._note(job, verdict)
+        else:
+            job.missing += 1
+            if job.missing >= GONE_POLLS and frame.t - job.last_t >= GONE_S:
+                job.ended_t = job.last_t
+        return job
+
+    @staticmethod
+    def _note(job: FollowedJob, verdict: Verdict) -> None:
+        if verdict.kind != "unknown":
+            job.kind, job.cause = verdict.kind, verdict.cause
+
+    def jobs_shown(self, jobs: Sequence[JobContext]) -> list[JobContext]:
+        """The jobs the job line names: the followed one alone once one is followed."""
+        if self.job is None:
+            return list(jobs)
+        return [j for j in jobs if j.key == self.job.key]

@@ -177,8 +177,9 @@ def run_check(options: CheckOptions) -> int:
     try:
         # The fleet view's check judges live polls only (no start-up history): ``samples``
         # counts polls of the server.
+        # A watcher runs until stopped: with no tool it waits for a probed job to start.
         built = build_source(options.source, fleet_history=False,
-                             on_record_failure=print_failure)
+                             on_record_failure=print_failure, wait_for_job=options.watch)
     except ToolMissing as exc:
         say("gpusat-tui check", exc, lines=True)
         if options.json:  # a pipe into jq still gets its object, the error in it

@@ -342,7 +342,7 @@ class ExportCollector(Collector):
                 put("gpusat_card_energy_joules_total", labels, snap.card_energy_j.get(card.id))
                 verdict = snap.assessment.cards.get(card.id) or Verdict()
                 _verdict_samples(families["gpusat_card_verdict"], labels, verdict)
-            if frame.cards:
+            if frame.cards or frame.probes:  # no tool: the job's verdict from its probes
                 _verdict_samples(families["gpusat_job_verdict"], [host], snap.assessment.job)
             self._processes(frame, snap, host, put)
             self._probes(frame, snap, host, put)

@@ -85,7 +85,8 @@ def _mmss(seconds: float | None) -> str:
 
 
 class GpusatApp(App[int]):
-    """The dashboard. ``source`` None plus ``no_tool`` shows the no-tool screen instead."""
+    """The dashboard. ``no_tool`` shows the no-tool screen instead: for good with no
+    ``source``, else until the source's first frame with a probed trainer or a card."""
 
     CSS_PATH = "gpusat.tcss"
     TITLE = "gpusat-tui"
@@ -225,8 +226,10 @@ class GpusatApp(App[int]):
         self.detail.set_why_open(False)
         self.detail.show(None, None, None)
         if self.no_tool is not None:
-            self.push_screen(NoToolScreen(self.no_tool))
-            return
+            # With a source, it polls for a probed job behind the screen (`_job_arrived`).
+            self.push_screen(NoToolScreen(self.no_tool, waiting=self.source is not None))
+            if self.source is None:
+                return
         self.set_interval(self.cpu_sample_s, self._tick)
         if self._own_cpu is None:
             # The figure shown is the steady cost: its first interval starts once start-up is
@@ -341,12 +344,22 @@ class GpusatApp(App[int]):
         return self._replay is not None
 
     def on_frame_received(self, message: FrameReceived) -> None:
+        # No tool, waiting for a probed job: the first frame with one replaces the no-tool
+        # screen (`_job_arrived`).
+        if self.no_tool is not None and (message.frame.probes or message.frame.cards):
+            self._job_arrived()
         # A live source keeps polling while paused (verdicts stay current); the screen holds
         # still. A paused replay sends nothing, except the frame a seek lands on: show that.
         if self.paused and not self._is_replay:
             self._pending = (message.frame, message.assessment)
             return
         self._show(message.frame, message.assessment)
+
+    def _job_arrived(self) -> None:
+        """Leave the no-tool screen (under the help, if that is open: on the next frame)."""
+        if isinstance(self.screen, NoToolScreen):
+            self.pop_screen()
+            self.no_tool = None
 
     def on_source_ended(self, message: SourceEnded) -> None:
         self.ended = message.error

@@ -454,14 +454,11 @@ class GpusatApp(App[int]):
         probes = list(frame.probes)
         if multi:
             who, energy = job_summary(frame.jobs, self.state.energy)
-            # One data-wait figure per screen: the one the job's why quotes, named by its span;
-            # in the card view a probed card's own figure (its window) stands instead, since
-            # the job's window can be shorter or longer than the card's.
-            own_figure = not self.overview and any(
-                p.card_id is not None and p.card_id == self.selected for p in probes
-            )
+            # One data-wait figure per screen: in the overview the one the job's why quotes,
+            # named by its span; in the card view none on the job line: the selected card's
+            # own (its window) stands in its title, and another card's would read as its.
             job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
-            figure = None if own_figure else probe_summary(job_probes, job_span)
+            figure = probe_summary(job_probes, job_span) if self.overview else None
             self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy)
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more

@@ -87,7 +87,12 @@ def no_tool_text(message: str, waiting: bool = False) -> Text:
     text = Text()
     lines = message.splitlines() or [""]
     first = lines.pop(0) if lines[0].lower().startswith("no accelerator tool found") else ""
-    text.append(clean(first or "No accelerator tool found", 300) + "\n\n", style="bold")
+    # "No accelerator tool found. Searched:": the title here, "Searched:" over its list below.
+    title, searched, rest = first.partition("Searched:")
+    text.append(clean(title.strip() or "No accelerator tool found", 300) + "\n\n",
+                style="bold")
+    if searched:
+        lines.insert(0, (searched + rest).strip())
     if waiting:
         text.append(
             "Waiting for a probed job. Start one in another pane:\n"

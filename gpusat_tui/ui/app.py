@@ -472,6 +472,7 @@ class GpusatApp(App[int]):
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
             driving, span = windowed(driving, self._window_ranks(self.selected or ""))
             if not frame.cards and probes:  # no accelerator tool: the job, from its probes
+                self._probe_only_layout()
                 job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
                 self.detail.show(None, None, None, self._interval(), job_probes,
                                  job=self.assessment.job, span_s=job_span)
@@ -491,6 +492,13 @@ class GpusatApp(App[int]):
                                           card_id=selected if tied and selected else "",
                                           span_s=span)
         self._update_status()
+
+    def _probe_only_layout(self) -> None:
+        """No accelerator tool: no card list (there is no card) and, once, the reasons open:
+        with no chart to draw they are what the pane is for (``w`` still closes them)."""
+        if not self.has_class("-probe-only"):
+            self.add_class("-probe-only")
+            self.why_open = True
 
     def _window_ranks(self, key: str) -> dict[int, Rank]:
         """The probed trainers over the window ``key``'s why quotes (by PID); none from a

@@ -9,6 +9,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from gpusat_tui.analysis.energy import EnergyMeter, energy_words, format_energy, total_joules
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.host.jobs import job_label
 from gpusat_tui.model import VERDICT_KINDS, JobContext, Verdict
 from gpusat_tui.text import clean
@@ -32,9 +33,14 @@ def job_summary(jobs: Sequence[JobContext], energy: EnergyMeter) -> tuple[str, s
     return who, format_energy(total)
 
 
+def _first_reason(verdict: Verdict) -> str:
+    """The verdict's first reason, past the no-tool label (the banner above says it)."""
+    return next((why for why in verdict.why if why != NO_TOOL_LINE), "")
+
+
 def _shown(verdict: Verdict) -> tuple[str, str | None, str]:
     """What the job line shows of a verdict: its kind, cause and first reason."""
-    return verdict.kind, verdict.cause, verdict.why[0] if verdict.why else ""
+    return verdict.kind, verdict.cause, _first_reason(verdict)
 
 
 class JobLine(LineWidget):
@@ -80,8 +86,9 @@ class JobLine(LineWidget):
         """(text, component class or "" for bold) parts of the line, uncut."""
         verdict = self.verdict
         kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
-        first = verdict.why[0] if verdict.why else ""
-        cards = f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}"
+        first = _first_reason(verdict)
+        cards = (f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}" if self.n_cards
+                 else "probe only")  # no accelerator tool: no card figures, the probes
         parts = [
             (f"Job ({cards}) ", ""),
             (f" {badge_word(kind, verdict.cause)} ", f"jobline--{kind}"),
@@ -90,7 +97,7 @@ class JobLine(LineWidget):
             parts.append((f" {clean(self.who, 100)} ", "jobline--who"))
         if self.probe is not None:
             parts.append((f" {self.probe or 'no probe'} ", "jobline--probe"))
-        if self.energy:
+        if self.energy and self.n_cards:  # no card: no power figure to speak of
             parts.append((f" {clean(self.energy, 100)} ", "jobline--probe"))
         if first:
             parts.append((f" {clean(first, 400)}", "jobline--why"))

@@ -459,7 +459,8 @@ class GpusatApp(App[int]):
             # own (its window) stands in its title, and another card's would read as its.
             job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
             figure = probe_summary(job_probes, job_span) if self.overview else None
-            self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy)
+            self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy,
+                              n_jobs=len(frame.jobs))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
         # than its lines: Textual then rebuilds its whole map of the screen's widgets.

@@ -29,8 +29,8 @@ def job_summary(jobs: Sequence[JobContext], energy: EnergyMeter) -> tuple[str, s
     cards = [energy.card(c) for job in jobs for c in dict.fromkeys(job.card_ids)]
     total = total_joules(f for f in cards if f is not None)
     users = sorted({clean(j.user, 20) for j in jobs if j.user})
-    who = f"{len(jobs)} jobs" + (f" ({', '.join(users[:3])})" if users else "")
-    return who, format_energy(total)
+    # How many jobs the line's head says (`JobLine.show`'s ``n_jobs``); here whose they are.
+    return ", ".join(users[:3]), format_energy(total)
 
 
 def _first_reason(verdict: Verdict) -> str:
@@ -69,17 +69,20 @@ class JobLine(LineWidget):
         self.probe: str | None = ""
         self.who = ""
         self.energy = ""
+        self.n_jobs = 1
 
     def show(self, n_cards: int, verdict: Verdict, probe: str | None = "", who: str = "",
-             energy: str = "") -> None:
+             energy: str = "", n_jobs: int = 1) -> None:
         """``probe``: the job's probe figures ("" says there is no probe; None leaves them
-        out, where the screen shows a card's own figure instead)."""
+        out, where the screen shows a card's own figure instead). ``n_jobs``: several jobs
+        share the cards (the head says "2 jobs", not "Job")."""
         # Only what the line shows decides a repaint: the verdict's figures (confidence, its
         # other reasons) move every poll, and each repaint resent the whole line (~0.3 KiB).
-        before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy)
+        before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy,
+                  self.n_jobs)
         self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
-        self.who, self.energy = who, energy
-        if (n_cards, *_shown(verdict), probe, who, energy) != before:
+        self.who, self.energy, self.n_jobs = who, energy, n_jobs
+        if (n_cards, *_shown(verdict), probe, who, energy, n_jobs) != before:
             self.refresh()
 
     def _parts(self) -> list[tuple[str, str]]:
@@ -89,8 +92,9 @@ class JobLine(LineWidget):
         first = _first_reason(verdict)
         cards = (f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}" if self.n_cards
                  else "probe only")  # no accelerator tool: no card figures, the probes
+        head = "Job" if self.n_jobs <= 1 else f"{self.n_jobs} jobs"
         parts = [
-            (f"Job ({cards}) ", ""),
+            (f"{head} ({cards}) ", ""),
             (f" {badge_word(kind, verdict.cause)} ", f"jobline--{kind}"),
         ]
         if self.who:

@@ -87,3 +87,14 @@ def test_worker_counts_in_why_and_advice_are_the_frames(frames: list[Frame],
               for n in re.findall(r"(\d+) workers|num_workers from (\d+)", line) for n in n if n]
     assert counts, told
     assert set(counts) <= per_trainer | per_frame, (counts, per_trainer, per_frame)
+
+
+def test_the_demo_shows_no_path_or_test_flag_of_ours() -> None:
+    """A demo is a session a user could have: no checkout path, temporary file or test flag in
+    what it shows (job commands, process names)."""
+    from gpusat_tui.sources.build import DEMO_SESSION
+
+    text = DEMO_SESSION.read_text()
+    for ours in ("/work/", "/tmp/", "tests/", ".venv", "--switch-file", "--sleep-ms",
+                 "--max-seconds", "--max-s "):
+        assert ours not in text, ours

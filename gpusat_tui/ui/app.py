@@ -111,10 +111,11 @@ class GpusatApp(App[int]):
         Binding("w,enter", "toggle_why", "Why"),
         Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
         Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
-        Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
-        Binding("minus", "slower", "Slower", key_display="-"),
-        Binding("left_square_bracket", "seek(-10)", "-10s", key_display="["),
-        Binding("right_square_bracket", "seek(10)", "+10s", key_display="]"),
+        # One footer entry per pair (speed, seek): a replay's footer fits 80 columns.
+        Binding("plus,equals_sign", "faster", "Speed", key_display="+-"),
+        Binding("minus", "slower", "Slower", show=False),
+        Binding("left_square_bracket", "seek(-10)", "±10s", key_display="[]"),
+        Binding("right_square_bracket", "seek(10)", "+10s", show=False),
         Binding("home", "jump_start", "Start", show=False),
         Binding("end", "jump_end", "End", show=False),
     ]
@@ -457,8 +458,10 @@ class GpusatApp(App[int]):
             # One data-wait figure per screen: in the overview the one the job's why quotes,
             # named by its span; in the card view none on the job line: the selected card's
             # own (its window) stands in its title, and another card's would read as its.
+            # With no probe at all the line says so in both ("" is "no probe").
             job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
-            figure = probe_summary(job_probes, job_span) if self.overview else None
+            figure = probe_summary(job_probes, job_span) if self.overview or not probes \
+                else None
             self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy,
                               n_jobs=len(frame.jobs))
         # Only the view on screen is updated; the other catches up when the view changes

@@ -21,7 +21,7 @@ reader that went away (``| head``) is 141, quietly (`gpusat_tui.output`). ``--pr
 judges the fleet a Prometheus server holds instead of this machine (`sources.fleet`,
 `analysis.fleet`); a bad URL or ``--match`` is a usage error (2). ``--watch`` polls until
 stopped and notifies when the job's verdict turns (`gpusat_tui.commands.watch`; exit 0 after a
-stop signal).
+stop signal); with no tool and no probed trainer yet it waits for one instead of exiting 1.
 
 The human summary shows every name and message through `gpusat_tui.text.clean`: a tool's
 stderr or a process name cannot move the cursor, retitle the terminal or split a row. The JSON
@@ -225,6 +225,10 @@ def run_check(options: CheckOptions) -> int:
         return 2
     if options.watch:
         import socket
+
+        if built.waiting:
+            say("gpusat-tui check", "no accelerator tool and no probed job yet: waiting for a "
+                "job started as `gpusat-tui run -- python train.py`")
 
         from gpusat_tui.commands.watch import run_watch
 

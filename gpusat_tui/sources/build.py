@@ -87,7 +87,7 @@ def build_source(
     ``fleet_history``: fill the fleet view's charts from a start-up range query;
     ``on_record_failure``: told once when a write fails later (headless: a line on stderr);
     ``wait_for_job``: with no tool, poll the probe files even before a trainer publishes one
-    (the watchers and the exporter; not ``--fallback-demo``, whose demo stands in instead).
+    (the dashboard and ``check --watch``; not with ``--fallback-demo``, whose demo stands in).
     """
     built: BuiltSource
     if options.prometheus:

@@ -48,7 +48,7 @@ def watch_verdicts(app: GpusatApp, options: DashboardOptions, interval: float | 
     (`gpusat_tui.notify`), fed by the app's verdicts; closed by `run_app`."""
     import socket
 
-    from gpusat_tui.notify.notifier import job_gone, notifier_from_options
+    from gpusat_tui.notify.notifier import notifier_from_options, publish_poll
     from gpusat_tui.notify.status_file import StatusFileWriter
 
     status_file = StatusFileWriter("dashboard", interval)
@@ -57,9 +57,7 @@ def watch_verdicts(app: GpusatApp, options: DashboardOptions, interval: float | 
                                      terminal=app.write_terminal)
 
     def on_verdict(frame: Frame, assessment: Assessment) -> None:
-        status = status_file.publish(frame, assessment)
-        if notifier is not None:
-            notifier.observe(frame.t, status, gone=job_gone(frame))
+        publish_poll(frame, assessment, status_file, notifier)
 
     app.on_verdict = on_verdict
     app.closers = [status_file.close, *([notifier.close] if notifier is not None else [])]

@@ -118,7 +118,7 @@ async def _poll_forever(
 
     Each poll also leaves the job's status for ``gpusat-tui status`` and tells the notifier
     (whose webhooks post from their own thread: a poll never waits on one)."""
-    from gpusat_tui.notify.notifier import job_gone
+    from gpusat_tui.notify.notifier import publish_poll
 
     async with stopped_by_signals() as received:
         try:
@@ -129,9 +129,7 @@ async def _poll_forever(
                     assessment = tracker.push(frame, focus=())
                     state.update(frame, assessment)
                     if status_file is not None:
-                        status = status_file.publish(frame, assessment)
-                        if notifier is not None:
-                            notifier.observe(frame.t, status, gone=job_gone(frame))
+                        publish_poll(frame, assessment, status_file, notifier)
         finally:
             await source.aclose()
     return received[0] if received else None

@@ -11,16 +11,28 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpusat_tui.model import Frame
+from gpusat_tui.model import Assessment, Frame
 from gpusat_tui.notify.decision import NO_JOB, Notice, NotifyPolicy, TurnWatcher
 from gpusat_tui.notify.message import body, headline, payload
 from gpusat_tui.notify.options import NotifyOptions
-from gpusat_tui.notify.status_file import JobStatus
+from gpusat_tui.notify.status_file import JobStatus, StatusFileWriter, summarise
 from gpusat_tui.notify.terminal import in_tmux, sequences
 from gpusat_tui.notify.webhook import Delivery, WebhookSender
 from gpusat_tui.text import clean
 
-__all__ = ["Notifier", "detail_of", "job_gone", "notifier_from_options"]
+__all__ = ["Notifier", "detail_of", "job_gone", "notifier_from_options", "publish_poll"]
+
+
+def publish_poll(frame: Frame, assessment: Assessment, status_file: StatusFileWriter,
+                 notifier: Notifier | None) -> None:
+    """One poll's job status to the status file and the notifier (the dashboard, ``check
+    --watch`` and ``export`` alike). A poll with no job at all (`job_gone`: no tool, no probed
+    trainer) leaves the file alone, so ``status`` says "–" once it ages, not ``UNKNOWN``; the
+    notifier still hears it (the job's end is a recovery)."""
+    gone = job_gone(frame)
+    status = summarise(frame, assessment) if gone else status_file.publish(frame, assessment)
+    if notifier is not None:
+        notifier.observe(frame.t, status, gone=gone)
 
 
 def job_gone(frame: Frame) -> bool:

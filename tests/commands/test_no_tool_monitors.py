@@ -112,9 +112,14 @@ def test_a_watcher_started_before_the_job_tells_the_turn_and_the_recovery(
     job = None
     try:
         # Started first, it waits for a job instead of saying "no tool" and exiting.
-        wait_for("the watcher's status file",
-                 lambda: watcher.poll() is not None or list(private_probe_dir.glob("status-*")))
-        assert watcher.poll() is None, watcher.communicate()
+        assert watcher.stderr is not None
+        said = ""
+        while "watching" not in said:
+            line = watcher.stderr.readline()
+            assert line, f"the watcher ended (rc {watcher.wait()}): {said}"
+            said += line
+        assert "waiting for a job" in said, said
+        assert watcher.poll() is None
         job = start_job(private_probe_dir, *STARVING_JOB, "--switch-file", str(switch))
         wait_ready(job)
         turned = next_event(bodies, "turned")
@@ -175,6 +180,8 @@ async def test_a_dashboard_started_before_the_job_picks_it_up_and_rings(
         async with app.run_test(size=(160, 50)) as pilot:
             await settle(pilot, lambda: isinstance(app.screen, NoToolScreen))
             assert "Waiting for a probed job" in screen_text(app)
+            await settle(pilot, lambda: app.frame is not None)  # polling the probe files
+            assert read_fresh() is None  # no job, nothing for `status` to show as UNKNOWN
             job = start_job(private_probe_dir, *STARVING_JOB)
             wait_ready(job)
             await settle(pilot, lambda: not isinstance(app.screen, NoToolScreen)

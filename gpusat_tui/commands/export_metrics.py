@@ -116,8 +116,8 @@ METRICS: tuple[MetricDef, ...] = (
               "1 for the card's current verdict kind (cause: its cause, or empty), 0 for "
               "every other kind"),
     MetricDef("gpusat_job_verdict", "gauge", ("host", "kind", "cause"),
-              "1 for the verdict on this host's job as a whole (imbalanced: a card lags), 0 "
-              "for every other kind"),
+              "1 for the verdict on this host's job as a whole (imbalanced: a card lags; with "
+              "no accelerator tool, the probed job's), 0 for every other kind"),
     MetricDef("gpusat_job_info", "info", JOB_INFO_LABELS,
               "Always 1, one series per job on this host: whose job it is (Slurm job, pod or "
               "plain); join to cards through gpusat_card_job_info's job_key"),

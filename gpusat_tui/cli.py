@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -182,6 +183,22 @@ def _check_tool_keys(parser: argparse.ArgumentParser, keys: list[str]) -> None:
             f"--tool {unknown[0]!r} is neither a vendor nor a tool. Vendors: "
             f"{', '.join(known['vendors'])}. Tools: {', '.join(known['tools'])}."
         )
+
+
+def _check_tool_paths(parser: argparse.ArgumentParser,
+                      overrides: Sequence[tuple[str, str]]) -> None:
+    """A ``--tool KEY=PATH`` that cannot be run is a usage error, said before any poll (it
+    was a ``missing`` error on every poll of a run that exited 0)."""
+    import shutil
+
+    for key, path in overrides:
+        if os.sep not in path:
+            if shutil.which(path) is None:
+                parser.error(f"--tool {key}={path}: no such command on PATH")
+        elif not os.path.isfile(path):
+            parser.error(f"--tool {key}={path}: no such file")
+        elif not os.access(path, os.X_OK):
+            parser.error(f"--tool {key}={path}: not executable")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -427,8 +444,13 @@ def parse(argv: Sequence[str] | None = None) -> CommandOptions:
     The only place that reads argparse's Namespace: options given before the sub-command apply
     to it too, and each command gets only the flags it honours."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said with the sub-command's usage, not the top level's
+        command = getattr(args, "command", None)
+        chosen = _subparsers(parser).get(command or "", parser)
+        chosen.error(f"unrecognized arguments: {' '.join(extra)}")
     _check_tool_keys(parser, [key for key, _ in getattr(args, "tool", None) or []])
+    _check_tool_paths(parser, getattr(args, "tool", None) or [])
     if _record_mode(args) != "new" and not getattr(args, "record", None):
         parser.error("--force and --append only apply with --record FILE")
     if getattr(args, "follow", False) and not getattr(args, "replay", None):
@@ -462,6 +484,14 @@ def parse(argv: Sequence[str] | None = None) -> CommandOptions:
         ),
         view=args.view, notify=_notify_options(args),
     )
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The sub-commands' parsers, by name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def _main(argv: Sequence[str] | None) -> int:

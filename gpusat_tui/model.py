@@ -507,7 +507,8 @@ class Verdict(_Model):
     #: straggling peer, on this host or, for a distributed job, another one) or "unknown";
     #: "straggler" or "throttled" (the lagging card's clocks held down) for imbalanced;
     #: "paused" for unknown when nothing has run for less than the stall time (not yet a
-    #: stall); else None.
+    #: stall); "not-starving" for unknown with no accelerator tool when the probed trainers'
+    #: measured data wait is below the starving line; else None.
     cause: str | None = None
     why: list[str] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

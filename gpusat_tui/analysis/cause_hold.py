@@ -55,8 +55,8 @@ def hold_cause(
         line = (f"cause not named yet: waiting for the probe's first figures (PID {pids}), "
                 f"{gathered_s:.0f} s in")
     elif gathered_s < window_s:
-        line = (f"cause not named yet: gathering evidence, {gathered_s:.0f} of "
-                f"{window_s:.0f} s (start-up polls mislead)")
+        line = (f"cause not named yet: named after {window_s:.0f} s of polls, "
+                f"{gathered_s:.0f} s so far (the first, taken while a job starts, mislead)")
     else:
         return verdict
     return verdict.model_copy(update={"cause": None, "why": [line, *verdict.why]})

@@ -6,7 +6,8 @@ probe inside the trainer measures what matters most: how much of the loop waits 
 whatever the card would say (the same rule as `probe_rules.measured_verdict`), its cause from
 the host's figures (workers pegged, disk waits); the allocator's figures can show
 fragmentation. What needs a card (saturated, idle, stalled, a straggler by utilisation) is not
-claimed: below the line the verdict stays ``unknown`` and says what was measured. Pure.
+claimed: below the line the verdict stays ``unknown`` (cause ``not-starving``) and says what was
+measured. Pure.
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from gpusat_tui.analysis.probe_rules import waiting_cause
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.model import Verdict
 
-__all__ = ["NO_TOOL_LINE", "probe_only_verdict"]
+__all__ = ["NOT_STARVING", "NO_TOOL_LINE", "probe_only_verdict"]
 
 #: The label of every verdict and screen that stands on the probe and the host alone.
 NO_TOOL_LINE = "no accelerator tool: figures from the job and the host only"
+
+#: The cause of an ``unknown`` verdict whose measured data wait is below the starving line: not
+#: saturated (that needs the card), but not starving either (a notice says it recovered).
+NOT_STARVING = "not-starving"
 
 _TOOL_ADVICE = (
     "Install or point at the vendor's tool (--tool VENDOR=PATH) to see the cards' own figures "
@@ -64,7 +69,7 @@ def probe_only_verdict(
         return Verdict(kind="starving", cause=cause, why=[NO_TOOL_LINE, line, *cwhy],
                        advice=cadvice, confidence=0.8)
     return Verdict(
-        kind="unknown",
+        kind="unknown", cause=NOT_STARVING,
         why=[NO_TOOL_LINE, line, "whether the card is busy between batches needs the vendor's "
              "tool"],
         advice=[_TOOL_ADVICE], confidence=0.0,

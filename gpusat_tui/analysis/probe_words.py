@@ -206,8 +206,10 @@ def wait_meaning(wait: float, th: Thresholds) -> str:
     if wait >= th.data_wait_starving_pct:
         return "the loop spends that much of its time blocked on next(dataloader)"
     if wait >= th.data_wait_low_pct:
-        return (f"moderately input-bound (≥ {th.data_wait_low_pct:.0f} %, "
-                f"< {th.data_wait_starving_pct:.0f} %)")
+        # Not "input-bound": a few percent is often the batch handover itself, with the
+        # workers idle and nothing upstream slow.
+        return (f"some waiting for batches (≥ {th.data_wait_low_pct:.0f} %, "
+                f"< {th.data_wait_starving_pct:.0f} %), too little to hold the card back alone")
     return "the wait is low: not waiting on data"
 
 

@@ -115,7 +115,7 @@ class Thresholds:
     #: Data wait (share of wall time blocked in next(dataloader)) at or above this is
     #: starving whatever the utilisation says (the TensorFlow profiler's "highly input-bound").
     data_wait_starving_pct: float = 20.0
-    #: Below this the loop is not waiting on data ("moderately input-bound" from here up).
+    #: Below this the loop is not waiting on data ("some waiting for batches" from here up).
     data_wait_low_pct: float = 5.0
     #: A rank whose data wait is at least this many points above the other ranks' median (and
     #: itself starving) is the straggler; or whose step is this many times theirs.

@@ -21,7 +21,7 @@ reader that went away (``| head``) is 141, quietly (`gpusat_tui.output`). ``--pr
 judges the fleet a Prometheus server holds instead of this machine (`sources.fleet`,
 `analysis.fleet`); a bad URL or ``--match`` is a usage error (2). ``--watch`` polls until
 stopped and notifies when the job's verdict turns (`gpusat_tui.commands.watch`; exit 0 after a
-stop signal).
+stop signal); with no tool and no probed trainer yet it waits for one instead of exiting 1.
 
 The human summary shows every name and message through `gpusat_tui.text.clean`: a tool's
 stderr or a process name cannot move the cursor, retitle the terminal or split a row. The JSON
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -126,10 +127,30 @@ def render_human(report: CheckReport) -> str:
         for err in report.errors:
             times = "once" if err.count == 1 else f"{err.count} polls"
             lines.append(f"  [{clean(err.kind, 20)}] {clean(err.message, 500)} ({times})")
-    if report.notes:
+    notes = without_search_list(report.notes) if report.no_tool else report.notes
+    if notes:
         lines += ["", "Notes:"]
-        lines += [f"  {clean(note, 500)}" for note in report.notes]
+        lines += [f"  {clean(note, 500)}" for note in notes]
     return clean_block("\n".join(lines))
+
+
+def without_search_list(notes: list[str]) -> list[str]:
+    """The notes less the list of places searched for a tool (one line says where it is), and
+    less the no-tool line the summary starts with."""
+    out: list[str] = []
+    listing = False
+    for note in notes:
+        if note.startswith("No accelerator tool found"):
+            listing = True
+            out.append("No accelerator tool found (`gpusat-tui check --json` lists where it "
+                       "looked).")
+            continue
+        if listing:
+            listing = not note.startswith("Use --tool")
+            continue
+        if note != NO_TOOL_LINE:
+            out.append(note)
+    return out
 
 
 def no_tool_report(message: str) -> CheckReport:
@@ -137,7 +158,7 @@ def no_tool_report(message: str) -> CheckReport:
     kind ``no-tool`` and the places searched in ``notes``."""
     lines = message.splitlines()
     return CheckReport(
-        duration_s=0.0, samples=0,
+        duration_s=0.0, samples=0, no_tool=True,
         errors=[CheckError(tool="gpusat-tui", message=lines[0] if lines else message, count=1,
                            kind="no-tool")],
         notes=[line.strip() for line in lines[1:] if line.strip()],
@@ -145,6 +166,17 @@ def no_tool_report(message: str) -> CheckReport:
 
 
 # --- running ---------------------------------------------------------------------------------
+
+
+def pid_exists(pid: int) -> bool:
+    """Whether a process has this PID (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return pid > 0
+    return pid > 0
 
 
 async def _collect(
@@ -175,11 +207,15 @@ def run_check(options: CheckOptions) -> int:
     from gpusat_tui.sources.build import build_source
     from gpusat_tui.sources.recording.recording_source import print_failure
 
+    for pid in options.source.poll.pids:
+        if not pid_exists(pid):
+            say("gpusat-tui check", f"--pid {pid}: no such process (nothing of it will show)")
     try:
         # The fleet view's check judges live polls only (no start-up history): ``samples``
-        # counts polls of the server.
+        # counts polls of the server. A watcher runs until stopped: with no tool it waits
+        # for a probed job to start.
         built = build_source(options.source, fleet_history=False,
-                             on_record_failure=print_failure)
+                             on_record_failure=print_failure, wait_for_job=options.watch)
     except ToolMissing as exc:
         say("gpusat-tui check", exc, lines=True)
         if options.json:  # a pipe into jq still gets its object, the error in it
@@ -190,6 +226,10 @@ def run_check(options: CheckOptions) -> int:
         return 2
     if options.watch:
         import socket
+
+        if built.waiting:
+            say("gpusat-tui check", "no accelerator tool and no probed job yet: waiting for a "
+                "job started as `gpusat-tui run -- python train.py`")
 
         from gpusat_tui.commands.watch import run_watch
 

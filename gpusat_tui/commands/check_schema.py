@@ -272,8 +272,9 @@ class CheckReport(CheckShape):
     notes: list[str] = []
     #: Addition: the job's verdict (with no card at all, the one that stands on the probes).
     job: CheckVerdict | None = None
-    #: Addition: true when no card answered but probed trainers did: every figure is from the
-    #: job and the host (no accelerator tool), and the verdict is the job's.
+    #: Addition: true when no accelerator tool was found: with probed trainers every figure
+    #: is from the job and the host, and the verdict is the job's; with none, nothing was
+    #: polled (``errors`` has the ``no-tool`` entry).
     no_tool: bool = False
     #: Addition: whose jobs the cards ran (scheduler context) and each job's energy.
     jobs: list[CheckJob] = []

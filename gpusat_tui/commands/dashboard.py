@@ -11,7 +11,7 @@ from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.model import Assessment, Frame
 from gpusat_tui.output import say
-from gpusat_tui.sources.build import build_source
+from gpusat_tui.sources.build import BuiltSource, build_source
 from gpusat_tui.ui.app import GpusatApp
 
 
@@ -19,26 +19,29 @@ def build_app(options: DashboardOptions) -> GpusatApp:
     """The app for these options: replay, live, fleet, demo fallback or the no-tool screen.
 
     Raises `GpusatError` for a recording that cannot be read (one clear message, no TUI).
+    With no tool and no probed trainer yet, the no-tool screen is shown over a source that
+    keeps reading the probe files: a job started after the dashboard replaces it.
     """
     try:
-        built = build_source(options.source)
+        built = build_source(options.source, wait_for_job=True)
     except ToolMissing as exc:
         return GpusatApp(None, no_tool=str(exc))
     banner = built.banner
     if built.record_dropped and banner:
         banner = f"{banner} {built.record_dropped}."
     app = GpusatApp(built.source, interval=built.interval_s, banner=banner,
-                    tracker=built.tracker,
+                    tracker=built.tracker, no_tool=built.waiting,
                     view=None if options.view == "auto" else options.view, freeze_heap=True,
                     pids=options.source.poll.pids)
-    if is_live(options, built.banner):
+    if is_live(built):
         watch_verdicts(app, options, built.interval_s)
     return app
 
 
-def is_live(options: DashboardOptions, banner: str | None) -> bool:
-    """Live polling of this machine: not a replay, the demo or the fleet view."""
-    return not (options.source.prometheus or options.source.replay or banner)
+def is_live(built: BuiltSource) -> bool:
+    """Live polling of this machine (with a vendor tool or on the probe files alone): not a
+    replay, the demo or the fleet view, whose verdicts are not this host's job's."""
+    return built.live
 
 
 def watch_verdicts(app: GpusatApp, options: DashboardOptions, interval: float | None) -> None:
@@ -46,7 +49,7 @@ def watch_verdicts(app: GpusatApp, options: DashboardOptions, interval: float | 
     (`gpusat_tui.notify`), fed by the app's verdicts; closed by `run_app`."""
     import socket
 
-    from gpusat_tui.notify.notifier import notifier_from_options
+    from gpusat_tui.notify.notifier import notifier_from_options, publish_poll
     from gpusat_tui.notify.status_file import StatusFileWriter
 
     status_file = StatusFileWriter("dashboard", interval)
@@ -55,9 +58,7 @@ def watch_verdicts(app: GpusatApp, options: DashboardOptions, interval: float | 
                                      terminal=app.write_terminal)
 
     def on_verdict(frame: Frame, assessment: Assessment) -> None:
-        status = status_file.publish(frame, assessment)
-        if notifier is not None:
-            notifier.observe(frame.t, status)
+        publish_poll(frame, assessment, status_file, notifier)
 
     app.on_verdict = on_verdict
     app.closers = [status_file.close, *([notifier.close] if notifier is not None else [])]

@@ -118,6 +118,8 @@ async def _poll_forever(
 
     Each poll also leaves the job's status for ``gpusat-tui status`` and tells the notifier
     (whose webhooks post from their own thread: a poll never waits on one)."""
+    from gpusat_tui.notify.notifier import publish_poll
+
     async with stopped_by_signals() as received:
         try:
             async with contextlib.aclosing(source.frames()) as frames:
@@ -127,9 +129,7 @@ async def _poll_forever(
                     assessment = tracker.push(frame, focus=())
                     state.update(frame, assessment)
                     if status_file is not None:
-                        status = status_file.publish(frame, assessment)
-                        if notifier is not None:
-                            notifier.observe(frame.t, status)
+                        publish_poll(frame, assessment, status_file, notifier)
         finally:
             await source.aclose()
     return received[0] if received else None
@@ -164,8 +164,8 @@ def run_export(options: ExportOptions) -> int:
         with contextlib.suppress(Exception):
             asyncio.run(built.source.aclose())
         return 2
-    say("gpusat-tui export",
-        f"serving {url} (host={host}; tools: {', '.join(built.tools)}; every {interval_s:g} s)")
+    tools = ", ".join(built.tools) or "none (the probe files and the host only)"
+    say("gpusat-tui export", f"serving {url} (host={host}; tools: {tools}; every {interval_s:g} s)")
     status_file = StatusFileWriter("export", interval_s)
     notifier = notifier_from_options(options.notify, host=host, source="export",
                                      prog="gpusat-tui export")

@@ -116,8 +116,8 @@ METRICS: tuple[MetricDef, ...] = (
               "1 for the card's current verdict kind (cause: its cause, or empty), 0 for "
               "every other kind"),
     MetricDef("gpusat_job_verdict", "gauge", ("host", "kind", "cause"),
-              "1 for the verdict on this host's job as a whole (imbalanced: a card lags), 0 "
-              "for every other kind"),
+              "1 for the verdict on this host's job as a whole (imbalanced: a card lags; with "
+              "no accelerator tool, the probed job's), 0 for every other kind"),
     MetricDef("gpusat_job_info", "info", JOB_INFO_LABELS,
               "Always 1, one series per job on this host: whose job it is (Slurm job, pod or "
               "plain); join to cards through gpusat_card_job_info's job_key"),
@@ -355,7 +355,7 @@ class ExportCollector(Collector):
                 put("gpusat_card_energy_joules_total", labels, snap.card_energy_j.get(card.id))
                 verdict = snap.assessment.cards.get(card.id) or Verdict()
                 _verdict_samples(families["gpusat_card_verdict"], labels, verdict)
-            if frame.cards:
+            if frame.cards or frame.probes:  # no tool: the job's verdict from its probes
                 _verdict_samples(families["gpusat_job_verdict"], [host], snap.assessment.job)
             self._processes(frame, snap, host, put)
             self._probes(frame, snap, host, put)

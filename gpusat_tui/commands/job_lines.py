@@ -35,7 +35,9 @@ def energy_line(energy: CheckEnergy | None) -> str:
 
 def job_words(job: CheckJob) -> str:
     """``slurm 4242 "train" step 0 · alice · gpu on nvidia:0, nvidia:1: 3.41 kWh ...``."""
-    cards = ", ".join(clean(c, 40) for c in job.card_ids) or "no card tied"
+    cards = ", ".join(clean(c, 40) for c in job.card_ids)
+    if not cards:  # no card tied to it (no accelerator tool): no energy to speak of either
+        return job_label(job)
     return f"{job_label(job)} on {cards}: energy {energy_line(job.energy)}"
 
 

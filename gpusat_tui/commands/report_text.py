@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.commands.check_report import probe_line, probe_who, stack_lines
 from gpusat_tui.commands.job_lines import energy_line, job_words, total_energy_line
 from gpusat_tui.commands.session_report import Runs, SessionReport, Stretch
@@ -109,8 +110,14 @@ def render_text(report: SessionReport, *, width: int = 100, color: bool = False)
     lines += [f"note: {clean(note, 500)}" for note in report.notes]
     lines += ["", f"Job: {_share_line(report.job)}  →  overall: {data.verdict}"]
     lines += [f"  job {job_words(job)}" for job in data.jobs]
-    lines.append(f"  energy of all cards: {total_energy_line(data.cards)}")
-    if len(data.cards) > 1:  # with one card the job's stretches are the card's
+    if data.cards:
+        lines.append(f"  energy of all cards: {total_energy_line(data.cards)}")
+    else:  # the verdicts stood on the probes and the host: the job's stretches are all there is
+        lines.append(f"  {NO_TOOL_LINE}")
+    if len(data.cards) != 1:  # with one card the job's stretches are the card's
+        if not data.job_worst:
+            lines.append("  worst stretches: none (never starving, fragmenting, imbalanced or "
+                         "stalled)")
         for stretch in data.job_worst:
             lines += _stretch_lines(stretch)
     # Every line but the charts' goes through clean_block as well (charts carry colour codes).
@@ -179,6 +186,7 @@ def _stretch_lines(stretch: Stretch) -> list[str]:
     out = [
         f"  {_clock(stretch.start_s)}–{_clock(stretch.end_s)}  {kind}, {_dur(stretch.seconds)}"
     ]
-    out += [f"      why: {clean(why, 500)}" for why in stretch.why]
+    # The no-tool line is said once, under the job (every stretch of such a recording has it).
+    out += [f"      why: {clean(why, 500)}" for why in stretch.why if why != NO_TOOL_LINE]
     out += [f"      try: {clean(advice, 500)}" for advice in stretch.advice]
     return out

@@ -50,7 +50,8 @@ def run_command(command: Sequence[str], verbose: bool = False) -> int:
         sys.stderr.write(f"gpusat-tui run: running without the probe: {off}\n")
     elif verbose:
         sys.stderr.write(
-            f"gpusat-tui run: probe on, publishing in {env[ENV_DIR]}; exec {cmd[0]}\n"
+            f"gpusat-tui run: exec {cmd[0]}; the probe is on in every Python process it "
+            f"starts, publishing in {env[ENV_DIR]}\n"
         )
     sys.stdout.flush()
     sys.stderr.flush()

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpusat_tui.commands.options import CheckOptions
 from gpusat_tui.commands.stopping import stopped_by_signals
-from gpusat_tui.notify.notifier import Notifier, notifier_from_options
+from gpusat_tui.notify.notifier import Notifier, notifier_from_options, publish_poll
 from gpusat_tui.notify.status_file import StatusFileWriter
 from gpusat_tui.output import emit
 
@@ -34,7 +34,7 @@ async def watch(source: Any, tracker: Any, notifier: Notifier,
             async with contextlib.aclosing(source.frames()) as frames:
                 async for frame in frames:
                     assessment = tracker.push(frame, focus=())
-                    notifier.observe(frame.t, status_file.publish(frame, assessment))
+                    publish_poll(frame, assessment, status_file, notifier)
         finally:
             await source.aclose()
     return received[0] if received else None

@@ -7,17 +7,26 @@ so must the recovery: a verdict that flickers for a few polls says nothing. Noti
 ``min_gap_s`` apart; one that falls due inside the gap waits, and when the gap is over the state
 that then holds is announced (a problem that came and went in between is counted in
 ``suppressed``, never sent late). An ``unknown`` verdict (a tool failing, too few polls) is no
-evidence either way: it leaves the state as it was.
+evidence either way: it leaves the state as it was, unless its cause says what was measured
+(`CLEARED`: with no accelerator tool, a data wait below the starving line, or no probed job
+left): then the problem is over, and its recovery is announced like any other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PROBLEMS", "Notice", "NotifyPolicy", "TurnWatcher", "problem_of"]
+__all__ = ["CLEARED", "NO_JOB", "PROBLEMS", "Notice", "NotifyPolicy", "TurnWatcher", "problem_of"]
 
 #: What is worth a notification, in the words notices use.
 PROBLEMS = ("starving", "stalled", "fragmenting", "straggler")
+
+#: The cause given to a poll with no card and no probed trainer (no tool, the job ended).
+NO_JOB = "no-job"
+
+#: Causes of an ``unknown`` verdict that are evidence of no problem: the probe measured a data
+#: wait below the line (`analysis.probe_only.NOT_STARVING`), or no probed job runs any more.
+CLEARED = ("not-starving", NO_JOB)
 
 
 def problem_of(kind: str, cause: str | None = None) -> str | None:
@@ -70,7 +79,7 @@ class TurnWatcher:
         self._suppressed = 0
 
     def observe(self, t: float, kind: str, cause: str | None = None) -> list[Notice]:
-        if kind == "unknown":
+        if kind == "unknown" and cause not in CLEARED:
             return []
         problem = problem_of(kind, cause)
         if problem != self._seen or self._seen_since is None:

@@ -32,8 +32,10 @@ def headline(notice: Notice, host: str, detail: str | None = None) -> str:
     who = f"gpusat-tui on {clean(host, 80)}"
     held = _duration(notice.t - notice.since)
     if notice.event == "recovered":
-        text = f"{who}: the job is no longer {notice.problem.upper()}; now {notice.kind} " \
-               f"for {held}"
+        # The cause says why an unknown verdict is a recovery (not-starving, no-job).
+        cause = f" ({clean(notice.cause, 40)})" if notice.cause else ""
+        text = f"{who}: the job is no longer {notice.problem.upper()}; now {notice.kind}" \
+               f"{cause} for {held}"
     else:
         cause = f" ({clean(notice.cause, 40)})" if notice.cause else ""
         text = f"{who}: the job is {notice.problem.upper()}{cause} for {held}"

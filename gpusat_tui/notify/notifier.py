@@ -11,15 +11,34 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpusat_tui.notify.decision import Notice, NotifyPolicy, TurnWatcher
+from gpusat_tui.model import Assessment, Frame
+from gpusat_tui.notify.decision import NO_JOB, Notice, NotifyPolicy, TurnWatcher
 from gpusat_tui.notify.message import body, headline, payload
 from gpusat_tui.notify.options import NotifyOptions
-from gpusat_tui.notify.status_file import JobStatus
+from gpusat_tui.notify.status_file import JobStatus, StatusFileWriter, summarise
 from gpusat_tui.notify.terminal import in_tmux, sequences
 from gpusat_tui.notify.webhook import Delivery, WebhookSender
 from gpusat_tui.text import clean
 
-__all__ = ["Notifier", "detail_of", "notifier_from_options"]
+__all__ = ["Notifier", "detail_of", "job_gone", "notifier_from_options", "publish_poll"]
+
+
+def publish_poll(frame: Frame, assessment: Assessment, status_file: StatusFileWriter,
+                 notifier: Notifier | None) -> None:
+    """One poll's job status to the status file and the notifier (the dashboard, ``check
+    --watch`` and ``export`` alike). A poll with no job at all (`job_gone`: no tool, no probed
+    trainer) leaves the file alone, so ``status`` says "–" once it ages, not ``UNKNOWN``; the
+    notifier still hears it (the job's end is a recovery)."""
+    gone = job_gone(frame)
+    status = summarise(frame, assessment) if gone else status_file.publish(frame, assessment)
+    if notifier is not None:
+        notifier.observe(frame.t, status, gone=gone)
+
+
+def job_gone(frame: Frame) -> bool:
+    """No card, no probed trainer and no tool error in this poll: with no accelerator tool, the
+    probed job has ended (a tool that fails says so in ``errors``: not a job gone)."""
+    return not frame.cards and not frame.probes and not frame.errors
 
 
 def detail_of(status: JobStatus) -> str | None:
@@ -51,8 +70,11 @@ class Notifier:
         self.tmux = in_tmux() if tmux is None else tmux
         self.sent: list[Notice] = []
 
-    def observe(self, t: float, status: JobStatus) -> list[Notice]:
-        notices = self.watcher.observe(t, status.kind, status.cause)
+    def observe(self, t: float, status: JobStatus, *, gone: bool = False) -> list[Notice]:
+        """Fold in one poll's status; ``gone``: the job ended (`job_gone`), whatever the
+        window's verdict still says: its problem is over."""
+        kind, cause = ("unknown", NO_JOB) if gone else (status.kind, status.cause)
+        notices = self.watcher.observe(t, kind, cause)
         for notice in notices:
             detail = detail_of(status)
             generic = payload(notice, self.host, self.source, detail)

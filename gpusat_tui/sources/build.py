@@ -48,12 +48,19 @@ class BuiltSource:
     record_dropped: str | None = None
     #: The tools a live source found, in order (for a start-up line).
     tools: tuple[str, ...] = ()
+    #: Live polling of this machine (not a replay, the demo or the fleet view): its verdicts
+    #: are this host's job's, for the status file and the notifications.
+    live: bool = False
+    #: With no tool and no probed trainer yet (``wait_for_job``): the no-tool message, shown
+    #: until a trainer publishes.
+    waiting: str | None = None
 
 
-def live_source(options: SourceOptions) -> LiveSource:
+def live_source(options: SourceOptions, wait_for_job: bool = False) -> LiveSource:
     """A live source over the tools found. With none but a probed trainer publishing, a source
-    of the host and the probe files alone (`LiveSource.use_probes_only`). Raises `ToolMissing`
-    (it says where it looked) when there is neither."""
+    of the host and the probe files alone (`LiveSource.use_probes_only`); with ``wait_for_job``
+    that source is built even before a trainer publishes (a monitor that runs until stopped).
+    Raises `ToolMissing` (it says where it looked) when there is neither."""
     from gpusat_tui.sources.polling.live import LiveSource
 
     poll = options.poll
@@ -64,21 +71,23 @@ def live_source(options: SourceOptions) -> LiveSource:
     try:
         source.discover()
     except ToolMissing:
-        if not source.use_probes_only():
+        if not source.use_probes_only(wait=wait_for_job):
             raise
     return source
 
 
 def build_source(
     options: SourceOptions, *, fleet_history: bool = True,
-    on_record_failure: Callable[[str], None] | None = None,
+    on_record_failure: Callable[[str], None] | None = None, wait_for_job: bool = False,
 ) -> BuiltSource:
     """Build the source ``options`` ask for.
 
     Raises `ToolMissing` when live polling finds no tool (unless the demo stands in), and
     `GpusatError` for a recording that cannot be read or written, a bad URL or ``--match``.
     ``fleet_history``: fill the fleet view's charts from a start-up range query;
-    ``on_record_failure``: told once when a write fails later (headless: a line on stderr).
+    ``on_record_failure``: told once when a write fails later (headless: a line on stderr);
+    ``wait_for_job``: with no tool, poll the probe files even before a trainer publishes one
+    (the dashboard and ``check --watch``; not with ``--fallback-demo``, whose demo stands in).
     """
     built: BuiltSource
     if options.prometheus:
@@ -95,10 +104,11 @@ def build_source(
                                          follow=options.follow))
     else:
         try:
-            live = live_source(options)
+            live = live_source(options, wait_for_job and not options.fallback_demo)
             built = BuiltSource(live, interval_s=options.poll.interval_s,
                                 tools=tuple(sorted(live.tools)),
-                                banner=NO_TOOL_BANNER if live.no_tool else None)
+                                banner=NO_TOOL_BANNER if live.no_tool else None, live=True,
+                                waiting=live.no_tool if live.waiting else None)
         except ToolMissing:
             if not options.fallback_demo:
                 raise

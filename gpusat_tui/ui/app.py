@@ -86,7 +86,8 @@ def _mmss(seconds: float | None) -> str:
 
 
 class GpusatApp(App[int]):
-    """The dashboard. ``source`` None plus ``no_tool`` shows the no-tool screen instead."""
+    """The dashboard. ``no_tool`` shows the no-tool screen instead: for good with no
+    ``source``, else until the source's first frame with a probed trainer or a card."""
 
     CSS_PATH = "gpusat.tcss"
     TITLE = "gpusat-tui"
@@ -111,10 +112,11 @@ class GpusatApp(App[int]):
         Binding("w,enter", "toggle_why", "Why"),
         Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
         Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
-        Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
-        Binding("minus", "slower", "Slower", key_display="-"),
-        Binding("left_square_bracket", "seek(-10)", "-10s", key_display="["),
-        Binding("right_square_bracket", "seek(10)", "+10s", key_display="]"),
+        # One footer entry per pair (speed, seek): a replay's footer fits 80 columns.
+        Binding("plus,equals_sign", "faster", "Speed", key_display="+-"),
+        Binding("minus", "slower", "Slower", show=False),
+        Binding("left_square_bracket", "seek(-10)", "±10s", key_display="[]"),
+        Binding("right_square_bracket", "seek(10)", "+10s", show=False),
         Binding("home", "jump_start", "Start", show=False),
         Binding("end", "jump_end", "End", show=False),
     ]
@@ -230,8 +232,10 @@ class GpusatApp(App[int]):
         self.detail.set_why_open(False)
         self.detail.show(None, None, None)
         if self.no_tool is not None:
-            self.push_screen(NoToolScreen(self.no_tool))
-            return
+            # With a source, it polls for a probed job behind the screen (`_job_arrived`).
+            self.push_screen(NoToolScreen(self.no_tool, waiting=self.source is not None))
+            if self.source is None:
+                return
         self.set_interval(self.cpu_sample_s, self._tick)
         if self._own_cpu is None:
             # The figure shown is the steady cost: its first interval starts once start-up is
@@ -348,12 +352,22 @@ class GpusatApp(App[int]):
         return self._replay is not None
 
     def on_frame_received(self, message: FrameReceived) -> None:
+        # No tool, waiting for a probed job: the first frame with one replaces the no-tool
+        # screen (`_job_arrived`).
+        if self.no_tool is not None and (message.frame.probes or message.frame.cards):
+            self._job_arrived()
         # A live source keeps polling while paused (verdicts stay current); the screen holds
         # still. A paused replay sends nothing, except the frame a seek lands on: show that.
         if self.paused and not self._is_replay:
             self._pending = (message.frame, message.assessment)
             return
         self._show(message.frame, message.assessment)
+
+    def _job_arrived(self) -> None:
+        """Leave the no-tool screen (under the help, if that is open: on the next frame)."""
+        if isinstance(self.screen, NoToolScreen):
+            self.pop_screen()
+            self.no_tool = None
 
     def on_source_ended(self, message: SourceEnded) -> None:
         self.ended = message.error
@@ -451,16 +465,17 @@ class GpusatApp(App[int]):
         if ended is not None:
             self.job_bar.show(len(frame.cards), self.assessment.job, None, "", "", ended=ended)
         elif multi:
-            who, energy = job_summary(self.follower.jobs_shown(frame.jobs), self.state.energy)
-            # One data-wait figure per screen: the one the job's why quotes, named by its span;
-            # in the card view a probed card's own figure (its window) stands instead, since
-            # the job's window can be shorter or longer than the card's.
-            own_figure = not self.overview and any(
-                p.card_id is not None and p.card_id == self.selected for p in probes
-            )
+            jobs_shown = self.follower.jobs_shown(frame.jobs)
+            who, energy = job_summary(jobs_shown, self.state.energy)
+            # One data-wait figure per screen: in the overview the one the job's why quotes,
+            # named by its span; in the card view none on the job line: the selected card's
+            # own (its window) stands in its title, and another card's would read as its.
+            # With no probe at all the line says so in both ("" is "no probe").
             job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
-            figure = None if own_figure else probe_summary(job_probes, job_span)
-            self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy)
+            figure = probe_summary(job_probes, job_span) if self.overview or not probes \
+                else None
+            self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy,
+                              n_jobs=len(jobs_shown))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
         # than its lines: Textual then rebuilds its whole map of the screen's widgets.
@@ -473,6 +488,7 @@ class GpusatApp(App[int]):
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
             driving, span = windowed(driving, self._window_ranks(self.selected or ""))
             if not frame.cards and probes:  # no accelerator tool: the job, from its probes
+                self._probe_only_layout()
                 job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
                 self.detail.show(None, None, None, self._interval(), job_probes,
                                  job=self.assessment.job, span_s=job_span)
@@ -493,6 +509,13 @@ class GpusatApp(App[int]):
                                           card_id=selected if tied and selected else "",
                                           span_s=span, ranks=window_ranks)
         self._update_status()
+
+    def _probe_only_layout(self) -> None:
+        """No accelerator tool: no card list (there is no card) and, once, the reasons open:
+        with no chart to draw they are what the pane is for (``w`` still closes them)."""
+        if not self.has_class("-probe-only"):
+            self.add_class("-probe-only")
+            self.why_open = True
 
     def _window_ranks(self, key: str) -> dict[int, Rank]:
         """The probed trainers over the window ``key``'s why quotes (by PID); none from a

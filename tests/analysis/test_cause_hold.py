@@ -28,7 +28,7 @@ def test_no_cause_before_the_window_is_filled_then_the_cause() -> None:
     for i in range(20):
         verdict = tracker.push(frame(i)).cards["nvidia:0"]
     assert (verdict.kind, verdict.cause) == ("starving", None)
-    assert verdict.why[0].startswith("cause not named yet: gathering evidence, 19 of 30 s")
+    assert verdict.why[0].startswith("cause not named yet: named after 30 s of polls, 19 s so far")
     for i in range(20, 32):
         verdict = tracker.push(frame(i)).cards["nvidia:0"]
     assert (verdict.kind, verdict.cause) == ("starving", "input-bound")

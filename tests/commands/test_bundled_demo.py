@@ -98,3 +98,14 @@ def test_its_two_jobs_are_never_judged_as_one_imbalanced_job(frames: list[Frame]
     assert "imbalanced" not in kinds, kinds
     told = [line for s in report["job_worst"] for line in (*s["why"], *s["advice"])]
     assert not any("straggler" in line or "rebalance the layers" in line for line in told)
+
+
+def test_the_demo_shows_no_path_or_test_flag_of_ours() -> None:
+    """A demo is a session a user could have: no checkout path, temporary file or test flag in
+    what it shows (job commands, process names)."""
+    from gpusat_tui.sources.build import DEMO_SESSION
+
+    text = DEMO_SESSION.read_text()
+    for ours in ("/work/", "/tmp/", "tests/", ".venv", "--switch-file", "--sleep-ms",
+                 "--max-seconds", "--max-s "):
+        assert ours not in text, ours

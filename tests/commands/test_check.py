@@ -470,15 +470,13 @@ def test_overall_verdict(kinds: list[str], job: str | None, expected: str) -> No
     assert overall_verdict(kinds, job) == expected
 
 
-def test_override_to_a_missing_file_is_an_error_not_a_crash(fake_bin: FakeBin) -> None:
+def test_override_to_a_missing_file_is_a_usage_error(fake_bin: FakeBin) -> None:
     missing = fake_bin.dir / "nope" / "hy-smi"
     result = run_check(fake_bin, "--json", "--duration", "0.5", "--interval", "0.5",
                        "--tool", f"hygon={missing}")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    assert report["cards"] == []
-    assert report["errors"] == [{"tool": "hy-smi", "message": f"cannot run {missing}: No such "
-                                 "file or directory", "count": 1, "kind": "missing"}]
+    assert result.returncode == 2, result.stderr
+    assert f"--tool hygon={missing}: no such file" in result.stderr
+    assert result.stdout == ""
 
 
 def test_a_process_listed_by_the_tool_is_followed_on_its_card(fake_bin: FakeBin) -> None:

@@ -43,6 +43,7 @@ def test_no_tool_and_no_probe_still_prints_the_json_object(
     assert error["kind"] == "no-tool" and "No accelerator tool found" in error["message"]
     assert any(note.startswith("nvidia-smi:") for note in report["notes"]), report["notes"]
     assert report["cards"] == [] and report["samples"] == 0
+    assert report["no_tool"] is True  # what errors[0] says, not its opposite
 
 
 @pytest.fixture

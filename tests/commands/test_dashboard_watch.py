@@ -12,8 +12,10 @@ from gpusat_tui.commands.options import DashboardOptions
 from gpusat_tui.model import Assessment, CardReading, Frame, Verdict
 from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.notify.status_file import read_fresh
+from gpusat_tui.sources.build import DEMO_BANNER, NO_TOOL_BANNER, BuiltSource
 from gpusat_tui.sources.options import SourceOptions
 from gpusat_tui.ui.app import GpusatApp
+from tests.recording_helpers import ListSource
 
 
 def args(replay: tuple[str, ...] = (), prometheus: str | None = None) -> DashboardOptions:
@@ -51,10 +53,12 @@ def test_live_verdicts_write_the_status_file_and_ring_once(private_probe_dir: Pa
 
 
 def test_a_replay_or_the_fleet_view_is_not_this_machine_s_job() -> None:
-    assert dashboard.is_live(args(), None)
-    assert not dashboard.is_live(args(replay=("x.jsonl",)), None)
-    assert not dashboard.is_live(args(prometheus="http://127.0.0.1:9090"), None)
-    assert not dashboard.is_live(args(), "DEMO")
+    live = BuiltSource(ListSource([]), live=True)
+    assert dashboard.is_live(live)
+    # The no-tool banner is live polling all the same (the probe files and the host).
+    assert dashboard.is_live(BuiltSource(ListSource([]), live=True, banner=NO_TOOL_BANNER))
+    assert not dashboard.is_live(BuiltSource(ListSource([]), banner=DEMO_BANNER))
+    assert not dashboard.is_live(BuiltSource(ListSource([])))
 
 
 async def test_a_failing_hook_turns_itself_off_not_the_polling() -> None:

@@ -48,3 +48,33 @@ def test_a_publication_read_twice_counts_once_and_check_prints_it() -> None:
     assert proc.probe is not None and proc.probe.data_wait_pct.mean == 43.0
     assert "measured in the trainer: data wait 43 % · step 182 ms" in render_human(
         builder.report(1.0))
+
+
+def no_tool_frame(seq: int, waiting: bool) -> object:
+    """No card (no vendor tool): a trainer whose probe waits on data 80 % of the time while
+    ``waiting``, 2 % after."""
+    wait = 0.8 if waiting else 0.02
+    frame = simple_frame(seq, cards=0)
+    return frame.model_copy(update={
+        "processes": [ProcessSample(pid=4242, role="trainer", name="python", cpu_pct=20.0)],
+        "probes": [ProbeSample(pid=4242, data_wait_pct=100 * wait, step_ms=100.0,
+                               batches_per_s=10.0, batches=seq * 10, steps=seq * 10,
+                               elapsed_s=float(seq), data_wait_s=wait * seq, age_s=0.2,
+                               framework="torch", num_workers=0)],
+    })
+
+
+def test_text_report_of_a_no_tool_recording_has_its_stretches_why_and_advice(
+    tmp_path: Path,
+) -> None:
+    frames = [no_tool_frame(i, waiting=i < 40) for i in range(60)]
+    report = analyse(write_recording(tmp_path / "run.jsonl", frames))
+    data = report.to_json()
+    [stretch] = [s for s in data.job_worst if s.kind == "starving"]
+    text = render_text(report, width=100)
+    lines = text.splitlines()
+    assert any(line.strip().startswith("0:") and "starving (input-bound)" in line
+               for line in lines), text
+    assert f"      why: {stretch.why[1]}" in lines, text  # the measured wait, as in --json
+    assert any(line.startswith("      try: ") for line in lines), text
+    assert "no accelerator tool" in text

@@ -314,3 +314,20 @@ def test_check_watch_posts_when_the_job_starts_starving(tmp_path: Path, hook: Ho
     assert sent["held_s"] >= 1.0 and "STARVING" in sent["text"]
     printed = [json.loads(line) for line in out.splitlines()]
     assert printed and printed[0]["text"] == sent["text"]
+
+
+def test_with_no_tool_a_wait_below_the_line_or_the_job_s_end_is_a_recovery() -> None:
+    from gpusat_tui.notify.decision import NotifyPolicy, TurnWatcher
+
+    for cause in ("not-starving", "no-job"):
+        watcher = TurnWatcher(NotifyPolicy(hold_s=2.0, min_gap_s=0.0))
+        sent = [n for t in range(6) for n in watcher.observe(float(t), "starving", "input-bound")]
+        assert [n.event for n in sent] == ["turned"]
+        later = [n for t in range(6, 12) for n in watcher.observe(float(t), "unknown", cause)]
+        assert [(n.event, n.problem, n.kind, n.cause) for n in later] == [
+            ("recovered", "starving", "unknown", cause)]
+    # Any other unknown (a tool failing, too few polls) still changes nothing.
+    watcher = TurnWatcher(NotifyPolicy(hold_s=2.0, min_gap_s=0.0))
+    for t in range(6):
+        watcher.observe(float(t), "starving", "input-bound")
+    assert not [n for t in range(6, 30) for n in watcher.observe(float(t), "unknown", None)]

@@ -310,7 +310,7 @@ async def test_replay_keys_drive_the_replay_source() -> None:
         assert app.selected == "nvidia:0"
         assert "at 2x PAUSED" in screen_text(app).splitlines()[-2]
         footer = screen_text(app).splitlines()[-1]
-        assert "+10s" in footer
+        assert "±10s" in footer and "Speed" in footer
 
 
 async def test_replay_seek_resets_history_and_verdicts() -> None:
@@ -338,7 +338,7 @@ async def test_replay_keys_hidden_on_live() -> None:
     async with app.run_test(size=(140, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None)
         footer = screen_text(app).splitlines()[-1]
-        assert "+10s" not in footer
+        assert "10s" not in footer and "Speed" not in footer
         assert "Pause" in footer
         assert "Why" in footer
 

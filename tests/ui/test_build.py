@@ -82,7 +82,8 @@ def test_unreadable_recording_is_one_clear_message(
 def test_no_tool_gives_the_no_tool_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     app = build_app(parse())
-    assert app.source is None
+    # The screen stands over a source that waits for a probed job (none runs yet).
+    assert app.source is not None and getattr(app.source, "waiting", False)
     assert app.no_tool is not None and app.no_tool.startswith("No accelerator tool found")
     assert "nvidia-smi" in app.no_tool
 

@@ -90,3 +90,67 @@ async def test_card_view_shows_the_cards_own_wait_and_the_job_line_none() -> Non
     assert job_line.startswith(" Job (2 cards)") and "wait" not in job_line, job_line
     assert "no probe" not in job_line
     assert "wait" in overview.splitlines()[0]  # the overview's one figure is the job's
+
+
+def no_tool_frames(n: int = N) -> list[Frame]:
+    """No card: one trainer whose published step time swings 50 / 150 ms and samples/s 40 / 20
+    from one interval to the next, while over any span it takes 5 steps a second."""
+    procs = [ProcessSample(pid=100, role="trainer", name="python train.py", cpu_pct=30.0)]
+    out = []
+    for i in range(n):
+        probe = ProbeSample(pid=100, data_wait_pct=20.0 if i % 2 else 80.0,
+                            step_ms=50.0 if i % 2 else 150.0,
+                            samples_per_s=40.0 if i % 2 else 20.0,
+                            batches_per_s=10.0 if i % 2 else 5.0,
+                            batches=5 * (i + 1), steps=5 * (i + 1), data_wait_s=0.5 * i,
+                            elapsed_s=float(i), last_batch_s=float(i), last_step_s=float(i),
+                            batch_size=32, age_s=0.2)
+        out.append(Frame(t=1000.0 + i, seq=i, processes=procs, probes=[probe]))
+    return out
+
+
+async def test_no_tool_title_and_why_quote_one_step_and_rate() -> None:
+    app = GpusatApp(ListSource(no_tool_frames()), tracker=default_tracker(), view="card")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == N - 1,
+                     timeout=30.0)
+        await pilot.press("w")
+        await settle(pilot, lambda: "step" in screen_text(app))
+        await pilot.pause()
+        text = screen_text(app)
+    steps = set(re.findall(r"step (\d+) ms", text))
+    assert len(steps) == 1, text
+    rates = set(re.findall(r"([\d.,]+) (?:samples|batches)/s", text))
+    assert len(rates) == 1, text
+
+
+def one_probed_card_frames(n: int = N) -> list[Frame]:
+    """Two cards, a probed trainer on card 0 only."""
+    out = []
+    for i in range(n):
+        cards = [CardReading(vendor="nvidia", index=j, name="NVIDIA H100", util_pct=30.0,
+                             power_w=100.0, power_cap_w=400.0, mem_used_mib=50000.0,
+                             mem_total_mib=80000.0) for j in range(2)]
+        procs = [ProcessSample(pid=100, role="trainer", name="python train.py", cpu_pct=30.0,
+                               card_ids=["nvidia:0"])]
+        probe = ProbeSample(pid=100, card_id="nvidia:0", tie="device", data_wait_pct=70.0,
+                            step_ms=200.0, batches=5 * (i + 1), steps=5 * (i + 1),
+                            data_wait_s=0.7 * i, elapsed_s=float(i), last_batch_s=float(i),
+                            last_step_s=float(i), batch_size=32, age_s=0.2)
+        out.append(Frame(t=1000.0 + i, seq=i, cards=cards, processes=procs, probes=[probe]))
+    return out
+
+
+async def test_the_job_line_quotes_no_other_card_s_wait_beside_a_card() -> None:
+    app = GpusatApp(ListSource(one_probed_card_frames()), tracker=default_tracker(),
+                    view="card")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == N - 1,
+                     timeout=30.0)
+        await pilot.press("right")
+        await settle(pilot, lambda: app.selected == "nvidia:1")
+        await pilot.pause()
+        text = screen_text(app)
+    job_line = text.splitlines()[0]
+    assert job_line.startswith(" Job (2 cards)"), text
+    assert "wait" not in job_line, job_line

@@ -127,6 +127,8 @@ class LiveSource:
         self._probes = ProbePoller()
         #: Set by `use_probes_only`: where the tools were looked for (the no-tool message).
         self.no_tool: str | None = None
+        #: Set by `use_probes_only` when no trainer published yet (it waits for one).
+        self.waiting = False
 
     # --- discovery ---------------------------------------------------------------------------
 
@@ -155,14 +157,17 @@ class LiveSource:
             raise ToolMissing(self.missing_message())
         return dict(self.tools)
 
-    def use_probes_only(self) -> bool:
+    def use_probes_only(self, wait: bool = False) -> bool:
         """After `discover` found no tool: poll the host's processes and the probe files alone,
-        when a trainer publishes one now. False (nothing changed) when none does, so the caller
-        keeps the no-tool message. Every Frame then has no card; the first says why."""
+        when a trainer publishes one now (or, ``wait``, whether one does yet or not: a monitor
+        started before the job picks it up when it starts). False (nothing changed) when none
+        does and ``wait`` is not set, so the caller keeps the no-tool message. Every Frame then
+        has no card; the first says why."""
         samples, _ = self._probes.reader.sample()
-        if not samples:
+        if not samples and not wait:
             return False
         self._groups = []
+        self.waiting = not samples
         self.no_tool = self.missing_message()
         self._pending_notes.append(NO_TOOL_LINE)
         self._pending_notes.extend(self.no_tool.splitlines())

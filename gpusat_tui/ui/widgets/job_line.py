@@ -9,6 +9,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from gpusat_tui.analysis.energy import EnergyMeter, energy_words, format_energy, total_joules
+from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
 from gpusat_tui.host.scheduler.jobs import job_label
 from gpusat_tui.model import VERDICT_KINDS, JobContext, Verdict
 from gpusat_tui.text import clean
@@ -28,13 +29,18 @@ def job_summary(jobs: Sequence[JobContext], energy: EnergyMeter) -> tuple[str, s
     cards = [energy.card(c) for job in jobs for c in dict.fromkeys(job.card_ids)]
     total = total_joules(f for f in cards if f is not None)
     users = sorted({clean(j.user, 20) for j in jobs if j.user})
-    who = f"{len(jobs)} jobs" + (f" ({', '.join(users[:3])})" if users else "")
-    return who, format_energy(total)
+    # How many jobs the line's head says (`JobLine.show`'s ``n_jobs``); here whose they are.
+    return ", ".join(users[:3]), format_energy(total)
+
+
+def _first_reason(verdict: Verdict) -> str:
+    """The verdict's first reason, past the no-tool label (the banner above says it)."""
+    return next((why for why in verdict.why if why != NO_TOOL_LINE), "")
 
 
 def _shown(verdict: Verdict) -> tuple[str, str | None, str]:
     """What the job line shows of a verdict: its kind, cause and first reason."""
-    return verdict.kind, verdict.cause, verdict.why[0] if verdict.why else ""
+    return verdict.kind, verdict.cause, _first_reason(verdict)
 
 
 class JobLine(LineWidget):
@@ -64,19 +70,21 @@ class JobLine(LineWidget):
         self.who = ""
         self.energy = ""
         self.ended = ""
+        self.n_jobs = 1
 
     def show(self, n_cards: int, verdict: Verdict, probe: str | None = "", who: str = "",
-             energy: str = "", *, ended: str = "") -> None:
+             energy: str = "", n_jobs: int = 1, *, ended: str = "") -> None:
         """``probe``: the job's probe figures ("" says there is no probe; None leaves them
-        out, where the screen shows a card's own figure instead). ``ended``: the followed
-        job's end (`followed_job`), shown instead of a verdict."""
+        out, where the screen shows a card's own figure instead). ``n_jobs``: several jobs
+        share the cards (the head says "2 jobs", not "Job"). ``ended``: the followed job's
+        end (`followed_job`), shown instead of a verdict."""
         # Only what the line shows decides a repaint: the verdict's figures (confidence, its
         # other reasons) move every poll, and each repaint resent the whole line (~0.3 KiB).
         before = (self.n_cards, *_shown(self.verdict), self.probe, self.who, self.energy,
-                  self.ended)
+                  self.n_jobs, self.ended)
         self.n_cards, self.verdict, self.probe = n_cards, verdict, probe
-        self.who, self.energy, self.ended = who, energy, ended
-        if (n_cards, *_shown(verdict), probe, who, energy, ended) != before:
+        self.who, self.energy, self.n_jobs, self.ended = who, energy, n_jobs, ended
+        if (n_cards, *_shown(verdict), probe, who, energy, n_jobs, ended) != before:
             self.refresh()
 
     def _parts(self) -> list[tuple[str, str]]:
@@ -86,17 +94,19 @@ class JobLine(LineWidget):
                     (f" {clean(self.ended, 400)}", "jobline--why")]
         verdict = self.verdict
         kind = verdict.kind if verdict.kind in VERDICT_KINDS else "unknown"
-        first = verdict.why[0] if verdict.why else ""
-        cards = f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}"
+        first = _first_reason(verdict)
+        cards = (f"{self.n_cards} card{'s' if self.n_cards != 1 else ''}" if self.n_cards
+                 else "probe only")  # no accelerator tool: no card figures, the probes
+        head = "Job" if self.n_jobs <= 1 else f"{self.n_jobs} jobs"
         parts = [
-            (f"Job ({cards}) ", ""),
+            (f"{head} ({cards}) ", ""),
             (f" {badge_word(kind, verdict.cause)} ", f"jobline--{kind}"),
         ]
         if self.who:
             parts.append((f" {clean(self.who, 100)} ", "jobline--who"))
         if self.probe is not None:
             parts.append((f" {self.probe or 'no probe'} ", "jobline--probe"))
-        if self.energy:
+        if self.energy and self.n_cards:  # no card: no power figure to speak of
             parts.append((f" {clean(self.energy, 100)} ", "jobline--probe"))
         if first:
             parts.append((f" {clean(first, 400)}", "jobline--why"))

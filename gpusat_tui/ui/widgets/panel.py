@@ -372,8 +372,11 @@ class CardDetail(Vertical):
             self.why.scroll_home(animate=False)
 
     def _size_panel(self) -> None:
-        # Open: title, the probe's line, each chart's header and one row of it.
-        self.panel.styles.height = 7 + self.panel._extra_lines() if self.why.display else "1fr"
+        # Open: title, the probe's line, each chart's header and one row of it; no chart (no
+        # accelerator tool): the title and the probe's line, the rest is the reasons'.
+        lines = 1 if not self.panel.data.charts else 7
+        self.panel.styles.height = lines + self.panel._extra_lines() if self.why.display \
+            else "1fr"
 
     def show(
         self,

@@ -83,14 +83,21 @@ NO_PROBE = "no probe: start the job with `gpusat-tui run -- ...` to measure data
 def windowed(
     probes: list[ProbeSample], ranks: Mapping[int, Rank]
 ) -> tuple[list[ProbeSample], float | None]:
-    """The probes with the data wait the verdict's why quotes (``ranks``: its window's, by
-    PID), and that window's span; the probes as published where the window has no figure."""
+    """The probes with the figures the verdict's why quotes (``ranks``: its window's, by PID:
+    data wait, step time, samples and batches a second), and that window's span; the probes
+    as published where the window has no figure. One source: a title beside the why never
+    quotes the probe's latest interval under the window's label."""
     out: list[ProbeSample] = []
     spans: list[float] = []
     for probe in probes:
         rank = ranks.get(probe.pid)
         if rank is not None and rank.wait_pct is not None and rank.span_s > 0:
-            out.append(probe.model_copy(update={"data_wait_pct": rank.wait_pct}))
+            update: dict[str, float | None] = {"data_wait_pct": rank.wait_pct}
+            for name in ("step_ms", "samples_per_s", "batches_per_s"):
+                value = getattr(rank, name)
+                if value is not None:
+                    update[name] = value
+            out.append(probe.model_copy(update=update))
             spans.append(rank.span_s)
         else:
             out.append(probe)

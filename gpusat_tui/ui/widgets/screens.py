@@ -81,38 +81,51 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(result)
 
 
-def no_tool_text(message: str) -> Text:
-    """What was searched, and how to see the dashboard anyway."""
+def no_tool_text(message: str, waiting: bool = False) -> Text:
+    """What works without a tool first (a probed job, the demo), then what was searched.
+    ``waiting``: the dashboard polls for a probed job behind this screen."""
     text = Text()
     lines = message.splitlines() or [""]
-    if not lines[0].lower().startswith("no accelerator tool found"):
-        text.append("No accelerator tool found\n\n", style="bold")
+    first = lines.pop(0) if lines[0].lower().startswith("no accelerator tool found") else ""
+    # "No accelerator tool found. Searched:": the title here, "Searched:" over its list below.
+    title, searched, rest = first.partition("Searched:")
+    text.append(clean(title.strip() or "No accelerator tool found", 300) + "\n\n",
+                style="bold")
+    if searched:
+        lines.insert(0, (searched + rest).strip())
+    if waiting:
+        text.append(
+            "Waiting for a probed job. Start one in another pane:\n"
+            "  gpusat-tui run -- python train.py\n"
+            "and it shows here, judged from its own data wait.\n"
+        )
     else:
-        text.append(clean(lines.pop(0), 300) + "\n", style="bold")
-    message = "\n".join(lines)
-    # Keep the message's own lines (one place searched per line), each cleaned.
-    text.append("\n".join(clean(line, 300) for line in message.splitlines()[:40]))
+        text.append(
+            "A job started as `gpusat-tui run -- python train.py` is judged from its probe\n"
+            "even with no tool: start it, then gpusat-tui again.\n"
+        )
     text.append(
-        "\n\nTry the dashboard on the bundled demo recording instead:\n"
-        "  gpusat-tui --fallback-demo\n"
-        "A job started as `gpusat-tui run -- python train.py` is judged from its probe even\n"
-        "with no tool: start it, then gpusat-tui again.\n"
-        "To point at a tool in an unusual place: --tool VENDOR=/path/to/tool\n\n"
-        "Press q to quit."
+        "See the dashboard on the bundled demo recording:  gpusat-tui --fallback-demo\n"
+        "Point at a tool in an unusual place:  --tool VENDOR=/path/to/tool\n"
+        "Press q to quit.\n\n"
     )
+    # Keep the message's own lines (one place searched per line), each cleaned.
+    text.append("\n".join(clean(line, 300) for line in lines[:40]), style="dim")
     return text
 
 
 class NoToolScreen(Screen[None]):
-    """Shown instead of the dashboard when discovery found no vendor tool."""
+    """Shown instead of the dashboard when discovery found no vendor tool (and, ``waiting``,
+    until a probed trainer publishes)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q,escape", "app.quit", "Quit")]
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, waiting: bool = False) -> None:
         super().__init__()
         self.message = message
+        self.waiting = waiting
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="no-tool"):
-            yield Static(no_tool_text(self.message), id="no-tool-text")
+            yield Static(no_tool_text(self.message, self.waiting), id="no-tool-text")
         yield Footer()

@@ -31,14 +31,17 @@ def test_summary_of_one_job_and_of_several() -> None:
     assert who == "alice, bob" and energy == "5,000 J"
 
 
-async def test_several_jobs_are_counted_once_by_the_line_s_head() -> None:
+async def test_the_line_counts_the_followed_job_once_beside_another_job() -> None:
     other = JobContext(scheduler="plain", job_id="77", user="bob", card_ids=["nvidia:0"])
     app = make_app(ListSource(frames(4, 400.0, [JOB, other])))
     async with app.run_test(size=(160, 30)) as pilot:
         await settle(pilot, lambda: app.frame is not None and app.frame.seq == 3)
         line = screen_text(app).splitlines()[0]
-    assert line.startswith(" 2 jobs (1 card)"), line
-    assert "Job (" not in line and line.count("2 jobs") == 1, line
+    # The line follows one job (the first found): its head counts it once, names it, and
+    # never says "Job" beside a count of jobs as it did ("Job (2 cards) … 2 jobs (root)").
+    assert line.startswith(" Job (1 card)"), line
+    assert "2 jobs" not in line and 'slurm 4242 "trainllm"' in line, line
+    assert "bob" not in line, line
 
 
 async def test_job_line_shows_whose_job_and_its_energy_even_on_one_card() -> None:

@@ -54,7 +54,8 @@ def lagging_hosts(
     ]
     if not lagging or len(lagging) == len(host_util):
         return None
-    others = [u for h, u in host_util.items() if h not in lagging]
+    behind = set(lagging)
+    others = [u for h, u in host_util.items() if h not in behind]
     return sorted(lagging), statistics.median(others)
 
 

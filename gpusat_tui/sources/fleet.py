@@ -5,7 +5,9 @@ Each node runs ``gpusat-tui export``; Prometheus scrapes them; `FleetSource` ask
 the same `Frame`s as the live and replay sources: one `CardReading` per host x card, with
 ``host`` set, so card ids (``host/vendor:index``) stay unique across hosts while single-host
 ids are unchanged. Hosts are told apart by the ``host`` label the exporter sets, else by
-Prometheus' ``instance``. At start-up one ``/api/v1/query_range`` fills the charts' history.
+Prometheus' ``instance``. At start-up one ``/api/v1/query_range`` fills the charts' history;
+when it is refused, cut (over the size limit) or fails, every Frame says so (a ``prometheus``
+`ToolError`) until live polls have filled the charts.
 
 The verdicts the exporters computed (they see the trainer, its workers and the probe, which the
 fleet does not) are kept in `FleetSource.verdicts` and `FleetSource.job_verdicts`, for
@@ -106,6 +108,10 @@ class FleetSource:
         self._hosts = 0
         #: How the last request failed ("unreachable", "timeout"...), None when it answered.
         self._failing: str | None = None
+        #: Why the start-up history is missing (refused, cut, failed), and how many polls
+        #: have said so: it is said until live polls have filled the charts.
+        self._history_error: ToolError | None = None
+        self._history_said = 0
 
     @property
     def label(self) -> str:
@@ -129,6 +135,19 @@ class FleetSource:
             in_daemon_thread(request, name="gpusat-prometheus"), self.timeout * 2 + 1.0
         )
 
+    def _request_error(self, exc: Exception, what: str = "") -> ToolError:
+        """The `ToolError` a failed request shows: refused, cut, timed out or unreadable,
+        never swallowed. ``what`` names the request when it is not the poll's."""
+        if isinstance(exc, FleetError):
+            message, kind = str(exc), exc.kind
+        elif isinstance(exc, TimeoutError):
+            message, kind = f"no answer within {self.timeout * 2 + 1:g} s", "timeout"
+        else:  # an answer no test foresaw: say so, keep the view alive
+            message, kind = f"unreadable answer: {type(exc).__name__}: {exc}", "parse"
+        if what:
+            message = f"{what}{message}; the charts start empty"
+        return ToolError(tool="prometheus", message=message, kind=kind)
+
     async def _history(self) -> list[Frame]:
         end = self.clock()
         step = max(self.interval, 1.0)
@@ -150,20 +169,14 @@ class FleetSource:
             answer = await self._get(
                 "query", {"query": instant_query(self.matchers)}, frame_from_answer
             )
-        except FleetError as exc:
-            errors.append(ToolError(tool="prometheus", message=str(exc), kind=exc.kind))
-        except TimeoutError:
-            errors.append(ToolError(
-                tool="prometheus", message=f"no answer within {self.timeout * 2 + 1:g} s",
-                kind="timeout",
-            ))
-        except Exception as exc:  # an answer no test foresaw: say so, keep the view alive
-            errors.append(ToolError(
-                tool="prometheus", message=f"unreadable answer: {type(exc).__name__}: {exc}",
-                kind="parse",
-            ))
+        except Exception as exc:
+            errors.append(self._request_error(exc))
         now = self.clock()
         self._failing = errors[0].kind if errors else None
+        if self._history_error is not None and self._history_said < HISTORY_POINTS:
+            # Said until live polls have filled the charts the history should have filled.
+            errors.append(self._history_error)
+            self._history_said += 1
         if answer is not None:
             notes.extend(answer.notes)
             for key, card in answer.cards.items():
@@ -213,8 +226,9 @@ class FleetSource:
         if self.history:
             try:
                 past = await self._history()
-            except Exception:  # no history is no reason to stop: the first poll says what is wrong
+            except Exception as exc:  # no history is no reason to stop, nor to keep quiet
                 past = []
+                self._history_error = self._request_error(exc, "start-up history: ")
             for frame in past:
                 if self._closed:
                     return

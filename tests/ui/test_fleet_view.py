@@ -86,3 +86,20 @@ async def test_an_unreachable_server_is_said_on_the_status_line() -> None:
         await settle(pilot, lambda: "unreachable" not in screen_text(app))
         assert all(c.stale_s is None for c in app.frame.cards)  # type: ignore[union-attr]
         await pilot.press("q")
+
+
+class CutHistoryAPI(API):
+    def get(self, endpoint: str, params: dict[str, str]) -> Any:
+        if endpoint == "query_range":
+            raise FleetError("answer cut: over the 64 MiB limit (narrow the view with --match)",
+                             "parse")
+        return super().get(endpoint, params)
+
+
+async def test_a_cut_history_is_said_on_the_status_line() -> None:
+    app = fleet_app(CutHistoryAPI(answer(2, 2)))
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and len(app.frame.cards) == 4)
+        await settle(pilot, lambda: "prometheus parse: start-up history: answer cut"
+                     in screen_text(app))
+        await pilot.press("q")

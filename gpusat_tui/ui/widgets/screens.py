@@ -33,6 +33,9 @@ Display
   ctrl+p       command palette (themes, keys)
   ?            this help
   q            quit
+Fleet view only (--prometheus)
+  /            filter: job:ID user:NAME host:PATTERN kind:KIND, or words
+  enter        on the "+N healthy" row: list the healthy cards
 Replay only
   + -          faster / slower
   [ ]          seek back / forward 10 s

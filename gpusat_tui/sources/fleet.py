@@ -5,7 +5,9 @@ Each node runs ``gpusat-tui export``; Prometheus scrapes them; `FleetSource` ask
 the same `Frame`s as the live and replay sources: one `CardReading` per host x card, with
 ``host`` set, so card ids (``host/vendor:index``) stay unique across hosts while single-host
 ids are unchanged. Hosts are told apart by the ``host`` label the exporter sets, else by
-Prometheus' ``instance``. At start-up one ``/api/v1/query_range`` fills the charts' history;
+Prometheus' ``instance``. At start-up one ``/api/v1/query_range`` fills the charts' history of
+the cards the list opens on (the worst first: `fleet_answers.history_selector`), never the whole
+fleet's;
 when it is refused, cut (over the size limit) or fails, every Frame says so (a ``prometheus``
 `ToolError`) until live polls have filled the charts.
 
@@ -41,16 +43,16 @@ from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import CardReading, Frame, JobContext, ToolError
 from gpusat_tui.sources.daemon_call import in_daemon_thread
 from gpusat_tui.sources.fleet_answers import (
-    HISTORY_FIGURES,
     CardKey,
     FleetAnswer,
     RemoteVerdict,
     frame_from_answer,
     group_by_job,
     history_frames,
+    history_selector,
     instant_query,
 )
-from gpusat_tui.sources.prometheus_api import FleetError, PrometheusAPI, parse_matcher, selector
+from gpusat_tui.sources.prometheus_api import FleetError, PrometheusAPI, parse_matcher
 
 __all__ = ["FORGET_S", "FleetSource", "build_fleet"]
 
@@ -148,16 +150,20 @@ class FleetSource:
             message = f"{what}{message}; the charts start empty"
         return ToolError(tool="prometheus", message=message, kind=kind)
 
-    async def _history(self) -> list[Frame]:
-        end = self.clock()
+    async def _history(self, first: Frame) -> list[Frame]:
+        """The charts' past for the cards the list opens on (`history_selector`), one point
+        per poll up to the first poll's time."""
+        end = first.t
         step = max(self.interval, 1.0)
+        kinds = {card_id: verdict.kind for card_id, verdict in self.verdicts.items()}
         params = {
-            "query": selector(HISTORY_FIGURES, self.matchers),
+            "query": history_selector(first, kinds, self.matchers),
             "start": f"{end - step * (HISTORY_POINTS - 1):.3f}",
             "end": f"{end:.3f}",
             "step": f"{step:g}",
         }
-        return await self._get("query_range", params, history_frames)
+        past = await self._get("query_range", params, history_frames)
+        return [frame for frame in past if frame.t < end]
 
     async def poll_once(self) -> Frame:
         """Ask once; never raises for the server's misbehaviour."""
@@ -222,19 +228,25 @@ class FleetSource:
         return frame
 
     async def frames(self) -> AsyncGenerator[Frame, None]:
-        """The start-up history first (as fast as it comes), then one poll per interval."""
+        """The start-up history first, then one poll per interval. The first poll is asked
+        before the history (it says which cards the list opens on) and yielded after it."""
+        next_start = time.monotonic()
         if self.history:
+            first = await self.poll_once()
+            self._seq = first.seq
             try:
-                past = await self._history()
+                past = await self._history(first) if first.cards else []
             except Exception as exc:  # no history is no reason to stop, nor to keep quiet
                 past = []
                 self._history_error = self._request_error(exc, "start-up history: ")
-            for frame in past:
+                self._history_said += 1
+                first = first.model_copy(update={"errors": [*first.errors, self._history_error]})
+            for frame in [*past, first]:
                 if self._closed:
                     return
                 yield frame.model_copy(update={"seq": self._seq})
                 self._seq += 1
-        next_start = time.monotonic()
+            next_start += self.interval
         try:
             while not self._closed:
                 yield await self.poll_once()

@@ -13,11 +13,13 @@ is skipped, with a note when that tells the user something.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusat_tui.analysis.fleet_triage import triage
 from gpusat_tui.model import (
     CardReading,
     Frame,
@@ -43,6 +45,7 @@ __all__ = [
     "frame_from_answer",
     "group_by_job",
     "history_frames",
+    "history_selector",
     "host_of",
     "instant_query",
 ]
@@ -320,6 +323,30 @@ def _reading(key: CardKey, entry: dict[str, Any]) -> CardReading:
         values["stale_s"] = None  # 0 = fresh on the exporter
     return CardReading(vendor=vendor, index=index, instance=instance or None,
                        host=host, tool="prometheus", **values)
+
+
+#: Cards, worst first as the list opens on them, whose hosts' start-up history is asked for:
+#: the rows of a tall pane. A host's cards come together (one matcher per host).
+HISTORY_CARDS = 48
+
+
+def history_selector(
+    first: Frame, kinds: Mapping[str, str], matchers: Sequence[str] = (),
+    cards: int = HISTORY_CARDS,
+) -> str:
+    """The start-up history's query: `HISTORY_FIGURES` of the hosts of the first ``cards``
+    cards the list shows (`analysis.fleet_triage`), by ``host`` or, for a host known by it,
+    ``instance``. Its answer grows with what is shown, not with the fleet (the whole fleet's
+    answer passed 64 MiB at 1000 hosts)."""
+    result = triage(first.cards, kinds, first.jobs)
+    order = [i for group in result.groups for i in group.card_ids] + list(result.healthy)
+    hosts_of = {card.id: card.host or "" for card in first.cards}
+    hosts = list(dict.fromkeys(hosts_of[i] for i in order[:cards]))
+    pattern = json.dumps("|".join(re.escape(h) for h in hosts))
+    return " or ".join(
+        selector(HISTORY_FIGURES, [*matchers, f"{label}=~{pattern}"])
+        for label in ("host", "instance")
+    )
 
 
 def history_frames(data: Mapping[str, Any]) -> list[Frame]:

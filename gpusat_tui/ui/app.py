@@ -34,6 +34,7 @@ from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.text import clean
+from gpusat_tui.ui.fleet_state import FleetState
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
@@ -169,7 +170,10 @@ class GpusatApp(App[int]):
         self.cpu_sample_s = cpu_sample_s
         self.banner = banner
         self.no_tool = no_tool
-        self.state = DashboardState()
+        # The fleet view: its list puts the worst first and folds the healthy (`FleetList`),
+        # and chart history is kept for the cards on screen only (`FleetState`).
+        fleet = isinstance(self.tracker, FleetTracker)
+        self.state = FleetState() if fleet else DashboardState()
         self.frames_shown = 0
         self.ended: str | None = None
         self._pending: tuple[Frame, Assessment] | None = None
@@ -180,9 +184,10 @@ class GpusatApp(App[int]):
         #: False when the last push raised: the tracker's state is older than the screen's.
         self._tracker_ok = False
         self.job_bar = JobLine()
-        # The fleet view's list puts the worst first and folds the healthy (`FleetList`).
-        fleet = isinstance(self.tracker, FleetTracker)
-        self.card_list = FleetList(id="cards") if fleet else CardList(id="cards")
+        self.card_list = (
+            FleetList(id="cards", state=self.state) if isinstance(self.state, FleetState)
+            else CardList(id="cards")
+        )
         self.detail = CardDetail(id="detail")
         self.grid = CardGrid(id="grid")
         #: Set once the user picks a view (o, Enter, Escape): the pane's size no longer does.

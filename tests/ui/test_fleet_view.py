@@ -12,6 +12,7 @@ from gpusat_tui.sources.fleet import FleetSource
 from gpusat_tui.sources.fleet_answers import FIGURES
 from gpusat_tui.sources.prometheus_api import FleetError, decode_answer
 from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.fleet_state import MAX_CARDS
 from tests.ui.conftest import screen_text, settle
 
 
@@ -68,6 +69,9 @@ async def test_64_hosts_open_worst_first_with_the_healthy_folded() -> None:
         assert all("…de-017" in line for line in lines[1:9])
         assert lines[9].startswith(" +504 healthy")  # the other 63 hosts, one row
         assert app.selected == "gpu-node-017/nvidia:0"  # the worst card, without a key
+        # Chart history for the rows on screen (and some scrolled past), not the fleet's 512.
+        await settle(pilot, lambda: len(app.state.cards) <= MAX_CARDS < 512)
+        assert "gpu-node-017/nvidia:0" in app.state.cards
         for _ in range(8):
             await pilot.press("down")
         await settle(pilot, lambda: app.selected == "gpu-node-000/nvidia:0")

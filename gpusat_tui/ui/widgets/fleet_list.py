@@ -28,6 +28,7 @@ from gpusat_tui.analysis.fleet_triage import (
 )
 from gpusat_tui.model import VERDICT_KINDS, CardReading, Frame, Verdict, VerdictKind
 from gpusat_tui.text import clean
+from gpusat_tui.ui.fleet_state import FleetState
 from gpusat_tui.ui.widgets.cards import CachedStatic, CardList, card_row
 
 __all__ = ["FleetList", "FleetSearch", "summary_text"]
@@ -63,8 +64,11 @@ def summary_text(result: Triage) -> Text:
 class FleetList(CardList):
     """`CardList` for the fleet view (see the module docstring)."""
 
-    def __init__(self, id: str | None = None) -> None:
+    def __init__(self, id: str | None = None, state: FleetState | None = None) -> None:
+        """``state``: told which cards are on screen after each sync (their charts' history
+        is kept, `FleetState.show`)."""
         super().__init__(id=id)
+        self.state = state
         self.filter = FleetFilter()
         #: Whether the healthy cards are folded into one row.
         self.folded = True
@@ -132,6 +136,9 @@ class FleetList(CardList):
             rows.append(_header("no card matches", "unknown"))
             ids.append("")
         self.show_rows(rows, ids)
+        if self.state is not None:
+            window = self._window(max(self.content_size.height, 1))
+            self.state.show([*(ids[i] for i in window), *([selected] if selected else [])])
 
 
 class FleetSearch(ModalScreen[str | None]):

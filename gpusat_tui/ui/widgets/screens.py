@@ -28,14 +28,12 @@ Cards
   w            why and advice for the selected card (enter: card view),
                and the job line in full
   pgdn pgup    scroll why and advice when they are longer than the box
+  /            fleet view: filter by job: user: host: kind: or words
 Display
   p, space     pause / resume (a replay stops advancing)
   ctrl+p       command palette (themes, keys)
   ?            this help
   q            quit
-Fleet view only (--prometheus)
-  /            filter: job:ID user:NAME host:PATTERN kind:KIND, or words
-  enter        on the "+N healthy" row: list the healthy cards
 Replay only
   + -          faster / slower
   [ ]          seek back / forward 10 s

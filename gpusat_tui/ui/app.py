@@ -30,15 +30,18 @@ from textual.geometry import Size
 from textual.reactive import var
 from textual.widgets import Footer, Static
 
+from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.text import clean
+from gpusat_tui.ui.fleet_state import FleetState
 from gpusat_tui.ui.followed_job import JobFollower
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
 from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
+from gpusat_tui.ui.widgets.fleet_list import FleetList, FleetSearch
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
 from gpusat_tui.ui.widgets.overview import (
     Block,
@@ -109,6 +112,7 @@ class GpusatApp(App[int]):
         Binding("o,escape", "overview", "Overview", key_display="o"),
         Binding("o", "card_view", "One card"),
         Binding("enter", "open_card", "Open"),
+        Binding("slash", "search", "Filter", key_display="/"),
         Binding("w,enter", "toggle_why", "Why"),
         Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
         Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
@@ -172,7 +176,10 @@ class GpusatApp(App[int]):
         self.cpu_sample_s = cpu_sample_s
         self.banner = banner
         self.no_tool = no_tool
-        self.state = DashboardState()
+        # The fleet view: its list puts the worst first and folds the healthy (`FleetList`),
+        # and chart history is kept for the cards on screen only (`FleetState`).
+        fleet = isinstance(self.tracker, FleetTracker)
+        self.state = FleetState() if fleet else DashboardState()
         self.frames_shown = 0
         self.ended: str | None = None
         self._pending: tuple[Frame, Assessment] | None = None
@@ -184,11 +191,14 @@ class GpusatApp(App[int]):
         self._tracker_ok = False
         self.job_bar = JobLine()
         self.follower = JobFollower(pids)
-        self.card_list = CardList(id="cards")
+        self.card_list = (
+            FleetList(id="cards", state=self.state) if isinstance(self.state, FleetState)
+            else CardList(id="cards")
+        )
         self.detail = CardDetail(id="detail")
         self.grid = CardGrid(id="grid")
         #: Set once the user picks a view (o, Enter, Escape): the pane's size no longer does.
-        self.view_chosen = view is not None
+        self.view_chosen = view is not None or fleet  # the fleet opens on its worst-first list
         self._initial_overview = view == "overview"
         self.processes = ProcessPanel("", id="processes")
         #: Hidden in a short pane (``.-short``): then its panel is not updated either.
@@ -213,6 +223,8 @@ class GpusatApp(App[int]):
     def compose(self) -> ComposeResult:
         if self.banner:
             yield Static(Text(self.banner), id="banner")
+        if isinstance(self.card_list, FleetList):
+            yield self.card_list.summary_bar
         yield self.job_bar
         with Horizontal(id="main"):
             yield self.card_list
@@ -451,7 +463,8 @@ class GpusatApp(App[int]):
             return
         # The view first: the overview asks for no card's reasons (`_explain_selected`).
         self._auto_view(len(frame.cards))
-        ids = [c.id for c in frame.cards]
+        listed = self.card_list.listed_cards(frame, self.assessment.cards)
+        ids = [c.id for c in listed]
         if ids and self.selected not in ids:
             self.set_reactive(GpusatApp.selected, ids[0])
             self._explain_selected(ids[0])
@@ -482,7 +495,7 @@ class GpusatApp(App[int]):
         if self.overview:
             self.grid.show(self._blocks(frame), self.selected)
         else:
-            self.card_list.sync(frame.cards, verdicts, self.selected)
+            self.card_list.sync(listed, verdicts, self.selected)
             card = frame.card(self.selected) if self.selected else None
             history = self.state.cards.get(self.selected) if self.selected else None
             driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
@@ -661,13 +674,19 @@ class GpusatApp(App[int]):
             return self.overview
         if action in _WHY_ACTIONS:
             return self.why_open and not self.overview
+        if action == "search":
+            return isinstance(self.card_list, FleetList)
         return self._is_replay or action not in _REPLAY_ACTIONS
 
     def action_card(self, step: int) -> None:
         frame = self.frame
         if frame is None or not frame.cards:
             return
-        ids = [c.id for c in frame.cards]
+        verdicts = self.assessment.cards
+        cards = frame.cards if self.overview else self.card_list.listed_cards(frame, verdicts)
+        ids = [c.id for c in cards]
+        if not ids:
+            return
         index = ids.index(self.selected) if self.selected in ids else 0
         self.selected = ids[(index + step) % len(ids)]
 
@@ -706,6 +725,9 @@ class GpusatApp(App[int]):
         self.action_card_view()
 
     def action_toggle_why(self) -> None:
+        if not self.overview and self.card_list.unfold(self.selected):  # the folded row
+            self._schedule_render()
+            return
         if self.overview:  # asking why is about one card: show it in full, reasons open
             self.action_card_view()
             self.why_open = True
@@ -715,6 +737,19 @@ class GpusatApp(App[int]):
     def action_why_page(self, step: int) -> None:
         """PgDn/PgUp: the open why view a page on or back."""
         self.detail.why.page(int(step))
+
+    def action_search(self) -> None:
+        """``/`` in the fleet view: narrow the list (job, user, host pattern, kind)."""
+        card_list = self.card_list
+        if not isinstance(card_list, FleetList):
+            return
+
+        def apply(text: str | None) -> None:
+            if text is not None:
+                card_list.set_filter(text)
+                self._schedule_render()
+
+        self.push_screen(FleetSearch(card_list.filter.text()), apply)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -44,12 +44,19 @@ class DashboardState:
         self.frames_seen += 1
         self.energy.add(frame)
         for card in frame.cards:
+            if not self.keeps(card.id):
+                continue
             history = self.cards.setdefault(card.id, CardHistory())
             history.util.append(card.util_pct)
             history.mem.append(card.mem_pct)
             frac = card.power_frac
             history.power.append(100.0 * frac if frac is not None else card.power_w)
             history.pushed += 1
+
+    def keeps(self, card_id: str) -> bool:
+        """Whether ``card_id``'s figures are kept: every card's here (the fleet view keeps
+        only the cards on screen, `ui.fleet_state`)."""
+        return True
 
     def reset(self) -> None:
         """Forget everything (a replay seek makes old points lie about the new position)."""

@@ -186,23 +186,32 @@ async def test_fleet_view_shows_every_host_names_the_lagging_one_and_marks_a_sto
     app = GpusatApp(source, tracker=tracker, interval=0.5, own_cpu=lambda: 0.1, view="card")
     async with app.run_test(size=(140, 40)) as pilot:
         expected = {f"{h}/nvidia:{i}" for h in HOSTS for i in range(CARDS)}
-        await settle(pilot, lambda: set(app.card_list.ids) == expected
+        # Worst first: the starving host's cards under its header, the healthy folded.
+        await settle(pilot, lambda: app.card_list.lines[:1] != []
+                     and app.card_list.lines[0].startswith(f"▾node-b {CARDS}/{CARDS} ")
                      and app.assessment.job.kind == "imbalanced", timeout=30)
+        assert (app.selected or "").startswith("node-b/")  # a problem card, no key pressed
         job = app.assessment.job
         assert job.cause == "straggler"
         assert job.why[0].startswith("lagging host: node-b at ")
         text = screen_text(app)
         assert "lagging host: node-b" in text
-        for host in HOSTS:  # every host's rows are in the card list
-            assert sum(1 for line in app.card_list.lines if host in line) == CARDS
+        assert f"{len(HOSTS)} hosts · {len(HOSTS) * CARDS} cards: {CARDS} starving" in text
         verdicts = app.assessment.cards
         assert verdicts["node-b/nvidia:1"].kind == "starving"
         assert verdicts["node-c/nvidia:0"].kind == "saturated"
-        # Arrow keys walk host x card rows as on one machine; the selected card is drawn in full.
-        for _ in range(2):
+        # Arrow keys walk the rows; Enter opens the healthy row; the selected card in full.
+        for _ in range(CARDS):
             await pilot.press("down")
-        await settle(pilot, lambda: app.selected == "node-b/nvidia:0")
-        await settle(pilot, lambda: "node-b/nvidia:0" in screen_text(app))
+        await settle(pilot, lambda: app.card_list.fold_id == app.selected)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(pilot, lambda: set(app.card_list.ids) == expected)
+        cards = [line for line in app.card_list.lines if not line.startswith("▾")]
+        for host in HOSTS:  # every host's rows are in the card list
+            assert sum(1 for line in cards if host in line) == CARDS
+        await pilot.press("down")
+        await settle(pilot, lambda: app.selected is not None
+                     and app.selected in screen_text(app) and not app.selected.startswith("node-b"))
         # Stop node-d's exporter: Prometheus marks its series stale, the view carries its
         # cards over marked stale and the status line names the host.
         assert fleet.exporters["node-d"].stop() == 0

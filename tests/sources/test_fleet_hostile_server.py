@@ -52,7 +52,7 @@ def test_what_each_failure_says() -> None:
     assert said["trickle"] == "no whole answer within 0.5 s"
     assert said["close"].startswith("the server closed the connection in the middle of its "
                                     "answer (34 bytes came, 35 more were announced)")
-    assert said["endless"] == "the answer is larger than 64 MiB"
+    assert said["endless"] == "answer cut: over the 64 MiB limit (narrow the view with --match)"
 
 
 async def test_an_abandoned_request_leaves_no_thread_that_holds_the_exit() -> None:

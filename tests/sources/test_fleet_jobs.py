@@ -3,11 +3,13 @@ back into `Frame.jobs` (one job across hosts), and cards grouped by job."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from gpusat_tui.commands.export_metrics import ExportState
 from gpusat_tui.model import Assessment, CardReading, Frame, JobContext
 from gpusat_tui.sources.fleet_view.fleet_answers import (
+    fleet_jobs,
     frame_from_answer,
     group_by_job,
     instant_query,
@@ -60,3 +62,46 @@ def test_the_query_asks_for_the_job_series_and_old_exporters_give_no_jobs() -> N
     assert 'gpusat_card_job_info{job="gpusat"}' in query
     answer = frame_from_answer({"resultType": "vector", "result": scraped("n", 2, [])})
     assert answer.jobs == [] and len(answer.cards) == 2
+
+
+class CountedCards:
+    """The card-to-job series of a fleet, counting how often the join walks them."""
+
+    def __init__(self, cards: list[tuple[str, str, str]]) -> None:
+        self.cards = cards
+        self.walks = 0
+
+    def __iter__(self) -> Iterator[tuple[str, str, str]]:
+        self.walks += 1
+        return iter(self.cards)
+
+    def __len__(self) -> int:
+        return len(self.cards)
+
+    def __getitem__(self, i: int) -> tuple[str, str, str]:
+        return self.cards[i]
+
+
+def test_many_jobs_join_their_cards_in_one_walk() -> None:
+    # 400 hosts x 8 cards: a job of 2 cards on each host, and 100 jobs spanning 4 hosts.
+    infos: dict[tuple[str, str], JobContext] = {}
+    cards = []
+    for h in range(400):
+        host = f"gpu-{h:04d}"
+        for j in range(4):
+            local = f"plain:{h}-{j}"
+            infos[(host, local)] = JobContext(scheduler="plain", job_id=f"{h}-{j}", host=host,
+                                              source="exporter")
+            cards += [(host, f"nvidia:{2 * j}", local), (host, f"nvidia:{2 * j + 1}", local)]
+        wide = f"slurm:{h // 4}"
+        infos[(host, wide)] = JobContext(scheduler="slurm", job_id=str(h // 4), host=host,
+                                         source="exporter")
+        cards.append((host, "nvidia:7", wide))
+    counted = CountedCards(cards)
+    jobs = {job.key: job for job in fleet_jobs(infos, counted)}
+    assert counted.walks == 1  # indexed once, not once per job (quadratic at a fleet's size)
+    assert len(jobs) == 400 * 4 + 100
+    assert jobs["plain:17-3"].card_ids == ["gpu-0017/nvidia:6", "gpu-0017/nvidia:7"]
+    wide_job = jobs["slurm:4"]
+    assert wide_job.host == "gpu-0016,gpu-0017,gpu-0018,gpu-0019"
+    assert wide_job.card_ids == [f"gpu-{h:04d}/nvidia:7" for h in range(16, 20)]

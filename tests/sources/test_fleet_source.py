@@ -24,6 +24,7 @@ from gpusat_tui.sources.fleet_view.fleet_answers import (
     clean_label,
     frame_from_answer,
     history_frames,
+    history_selector,
     instant_query,
 )
 from gpusat_tui.sources.fleet_view.prometheus_api import (
@@ -315,7 +316,9 @@ async def test_empty_answer_says_what_to_check() -> None:
 
 
 async def test_frames_start_with_the_history_then_poll() -> None:
-    api = ScriptedAPI(loaded("range.json"), loaded("instant.json"))
+    # The first poll is asked first (it says which cards the list opens on), yielded after
+    # the history of those cards.
+    api = ScriptedAPI(loaded("instant.json"), loaded("range.json"), loaded("instant.json"))
     source = FleetSource("http://p:1", api=api, interval=0.01)  # type: ignore[arg-type]
     got: list[Frame] = []
     async for frame in source.frames():
@@ -323,19 +326,44 @@ async def test_frames_start_with_the_history_then_poll() -> None:
         if len(got) >= 8:
             break
     await source.aclose()
-    assert api.calls[0][0] == "query_range" and api.calls[-1][0] == "query"
+    assert [c[0] for c in api.calls[:2]] == ["query", "query_range"]
     history = len(history_frames(loaded("range.json")))
     assert [f.seq for f in got] == list(range(8))
     assert got[history].t > got[history - 1].t  # live polls follow the history in time
-    step = api.calls[0][1]
+    assert len(got[history].cards) == 4
+    step = api.calls[1][1]
     assert float(step["end"]) - float(step["start"]) == pytest.approx(119 * 1.0)
+    # Only the hosts the list opens on: node-b starves, so it comes first; both fit.
+    assert 'host=~"node\\\\-b|node\\\\-a"' in step["query"]
+    assert 'instance=~"node\\\\-b|node\\\\-a"' in step["query"]
+
+
+def test_the_history_asks_for_the_hosts_of_the_rows_shown_first_not_the_fleet() -> None:
+    cards = [CardReading(vendor="nvidia", index=i, host=f"gpu-{h:03d}", util_pct=90.0)
+             for h in range(200) for i in range(8)]
+    kinds = {c.id: "saturated" for c in cards}
+    for i in range(8):
+        kinds[f"gpu-150/nvidia:{i}"] = "starving"
+    query = history_selector(Frame(t=1.0, cards=cards), kinds, ['job="train"'], cards=16)
+    # The starving host first, then the first healthy host: 2 hosts of 200.
+    assert query == (
+        '{__name__=~"gpusat_card_utilization_ratio|gpusat_card_memory_used_ratio|'
+        'gpusat_card_power_watts|gpusat_card_power_limit_watts", job="train", '
+        'host=~"gpu\\\\-150|gpu\\\\-000"} or '
+        '{__name__=~"gpusat_card_utilization_ratio|gpusat_card_memory_used_ratio|'
+        'gpusat_card_power_watts|gpusat_card_power_limit_watts", job="train", '
+        'instance=~"gpu\\\\-150|gpu\\\\-000"}'
+    )
 
 
 async def test_history_failure_is_not_fatal() -> None:
-    api = ScriptedAPI(FleetError("boom", "http"), loaded("instant.json"))
+    api = ScriptedAPI(loaded("instant.json"), FleetError("boom", "http"),
+                      loaded("instant.json"))
     source = FleetSource("http://p:1", api=api, interval=0.01)  # type: ignore[arg-type]
     async for frame in source.frames():
         assert len(frame.cards) == 4
+        assert [e.message for e in frame.errors] == [
+            "start-up history: boom; the charts start empty"]
         break
     await source.aclose()
 

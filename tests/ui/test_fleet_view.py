@@ -12,6 +12,7 @@ from gpusat_tui.sources.fleet_view.fleet import FleetSource
 from gpusat_tui.sources.fleet_view.fleet_answers import FIGURES
 from gpusat_tui.sources.fleet_view.prometheus_api import FleetError, decode_answer
 from gpusat_tui.ui.app import GpusatApp
+from gpusat_tui.ui.fleet_state import MAX_CARDS
 from tests.ui.conftest import screen_text, settle
 
 
@@ -54,19 +55,59 @@ def fleet_app(api: API) -> GpusatApp:
     return GpusatApp(source, tracker=tracker, interval=0.05, own_cpu=lambda: 0.1)
 
 
-async def test_64_hosts_x_8_cards_are_listed_and_the_keys_walk_them() -> None:
+async def test_64_hosts_open_worst_first_with_the_healthy_folded() -> None:
     app = fleet_app(API(answer(64, 8, slow_host=17)))
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, lambda: len(app.card_list.ids) == 512
+        await settle(pilot, lambda: len(app.card_list.ids) == 10
                      and app.assessment.job.kind == "imbalanced", timeout=20)
-        assert len(set(app.card_list.ids)) == 512
         assert app.assessment.job.why[0].startswith("lagging host: gpu-node-017 at 20 %")
-        assert "64 hosts" in screen_text(app)
-        assert app.card_list.lines[0].startswith("▸…de-000  0")
-        for _ in range(9):
+        text = screen_text(app)
+        assert "64 hosts · 512 cards: 8 starving, the rest saturated or idle" in text
+        lines = app.card_list.lines
+        assert lines[0].startswith("▾gpu-node-017 8/8")  # the problem host first
+        assert lines[1].startswith("▸…de-017  0  20%")
+        assert all("…de-017" in line for line in lines[1:9])
+        assert lines[9].startswith(" +504 healthy")  # the other 63 hosts, one row
+        assert app.selected == "gpu-node-017/nvidia:0"  # the worst card, without a key
+        # Chart history for the rows on screen (and some scrolled past), not the fleet's 512.
+        await settle(pilot, lambda: len(app.state.cards) <= MAX_CARDS < 512)
+        assert "gpu-node-017/nvidia:0" in app.state.cards
+        for _ in range(8):
             await pilot.press("down")
-        await settle(pilot, lambda: app.selected == "gpu-node-001/nvidia:1")
-        assert "gpu-node-001/nvidia:1" in screen_text(app)
+        await settle(pilot, lambda: app.selected == "gpu-node-000/nvidia:0")
+        assert app.card_list.lines[9].startswith("▸+504 healthy")
+        await pilot.press("enter")  # opens the healthy row
+        await settle(pilot, lambda: len(app.card_list.ids) == 1 + 8 + 1 + 504)
+        assert app.card_list.lines[9].startswith("▾504 healthy")
+        assert not app.why_open  # Enter opened the row, not the reasons
+        await pilot.press("down")
+        await settle(pilot, lambda: app.selected == "gpu-node-000/nvidia:1")
+        assert "gpu-node-000/nvidia:1" in screen_text(app)
+        await pilot.press("q")
+
+
+async def test_slash_filters_by_host_pattern_and_kind() -> None:
+    app = fleet_app(API(answer(12, 2, slow_host=7)))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, lambda: len(app.card_list.ids) == 4)
+        await pilot.press("slash")
+        await settle(pilot, lambda: app.screen.query("#fleet-filter").first() is not None)
+        for key in "host:gpu-node-01*":
+            await pilot.press(key)
+        await pilot.press("enter")
+        # Hosts 010 and 011, healthy, folded: their row only, no problem host.
+        await settle(pilot, lambda: len(app.card_list.ids) == 1, timeout=10)
+        assert app.card_list.lines[0][1:].startswith("+4 healthy"), app.card_list.lines
+        assert "filter host:gpu-node-01*: 4 cards" in screen_text(app)
+        await pilot.press("slash")
+        await settle(pilot, lambda: app.screen.query("#fleet-filter").first() is not None)
+        await pilot.press("ctrl+u")
+        for key in "kind:starving":
+            await pilot.press(key)
+        await pilot.press("enter")
+        await settle(pilot, lambda: len(app.card_list.ids) == 3)
+        assert app.card_list.lines[0].startswith("▾gpu-node-007 2/2")
+        assert app.selected == "gpu-node-007/nvidia:0"
         await pilot.press("q")
 
 
@@ -85,4 +126,21 @@ async def test_an_unreachable_server_is_said_on_the_status_line() -> None:
         api.data = answer(2, 2)
         await settle(pilot, lambda: "unreachable" not in screen_text(app))
         assert all(c.stale_s is None for c in app.frame.cards)  # type: ignore[union-attr]
+        await pilot.press("q")
+
+
+class CutHistoryAPI(API):
+    def get(self, endpoint: str, params: dict[str, str]) -> Any:
+        if endpoint == "query_range":
+            raise FleetError("answer cut: over the 64 MiB limit (narrow the view with --match)",
+                             "parse")
+        return super().get(endpoint, params)
+
+
+async def test_a_cut_history_is_said_on_the_status_line() -> None:
+    app = fleet_app(CutHistoryAPI(answer(2, 2)))
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and len(app.frame.cards) == 4)
+        await settle(pilot, lambda: "prometheus parse: start-up history: answer cut"
+                     in screen_text(app))
         await pilot.press("q")

@@ -5,7 +5,11 @@ Each node runs ``gpusat-tui export``; Prometheus scrapes them; `FleetSource` ask
 the same `Frame`s as the live and replay sources: one `CardReading` per host x card, with
 ``host`` set, so card ids (``host/vendor:index``) stay unique across hosts while single-host
 ids are unchanged. Hosts are told apart by the ``host`` label the exporter sets, else by
-Prometheus' ``instance``. At start-up one ``/api/v1/query_range`` fills the charts' history.
+Prometheus' ``instance``. At start-up one ``/api/v1/query_range`` fills the charts' history of
+the cards the list opens on (the worst first: `fleet_answers.history_selector`), never the whole
+fleet's;
+when it is refused, cut (over the size limit) or fails, every Frame says so (a ``prometheus``
+`ToolError`) until live polls have filled the charts.
 
 The verdicts the exporters computed (they see the trainer, its workers and the probe, which the
 fleet does not) are kept in `FleetSource.verdicts` and `FleetSource.job_verdicts`, for
@@ -39,21 +43,16 @@ from gpusat_tui.errors import GpusatError
 from gpusat_tui.model import CardReading, Frame, JobContext, ToolError
 from gpusat_tui.sources.fleet_view.daemon_call import in_daemon_thread
 from gpusat_tui.sources.fleet_view.fleet_answers import (
-    HISTORY_FIGURES,
     CardKey,
     FleetAnswer,
     RemoteVerdict,
     frame_from_answer,
     group_by_job,
     history_frames,
+    history_selector,
     instant_query,
 )
-from gpusat_tui.sources.fleet_view.prometheus_api import (
-    FleetError,
-    PrometheusAPI,
-    parse_matcher,
-    selector,
-)
+from gpusat_tui.sources.fleet_view.prometheus_api import FleetError, PrometheusAPI, parse_matcher
 
 __all__ = ["FORGET_S", "FleetSource", "build_fleet"]
 
@@ -111,6 +110,10 @@ class FleetSource:
         self._hosts = 0
         #: How the last request failed ("unreachable", "timeout"...), None when it answered.
         self._failing: str | None = None
+        #: Why the start-up history is missing (refused, cut, failed), and how many polls
+        #: have said so: it is said until live polls have filled the charts.
+        self._history_error: ToolError | None = None
+        self._history_said = 0
 
     @property
     def label(self) -> str:
@@ -134,16 +137,33 @@ class FleetSource:
             in_daemon_thread(request, name="gpusat-prometheus"), self.timeout * 2 + 1.0
         )
 
-    async def _history(self) -> list[Frame]:
-        end = self.clock()
+    def _request_error(self, exc: Exception, what: str = "") -> ToolError:
+        """The `ToolError` a failed request shows: refused, cut, timed out or unreadable,
+        never swallowed. ``what`` names the request when it is not the poll's."""
+        if isinstance(exc, FleetError):
+            message, kind = str(exc), exc.kind
+        elif isinstance(exc, TimeoutError):
+            message, kind = f"no answer within {self.timeout * 2 + 1:g} s", "timeout"
+        else:  # an answer no test foresaw: say so, keep the view alive
+            message, kind = f"unreadable answer: {type(exc).__name__}: {exc}", "parse"
+        if what:
+            message = f"{what}{message}; the charts start empty"
+        return ToolError(tool="prometheus", message=message, kind=kind)
+
+    async def _history(self, first: Frame) -> list[Frame]:
+        """The charts' past for the cards the list opens on (`history_selector`), one point
+        per poll up to the first poll's time."""
+        end = first.t
         step = max(self.interval, 1.0)
+        kinds = {card_id: verdict.kind for card_id, verdict in self.verdicts.items()}
         params = {
-            "query": selector(HISTORY_FIGURES, self.matchers),
+            "query": history_selector(first, kinds, self.matchers),
             "start": f"{end - step * (HISTORY_POINTS - 1):.3f}",
             "end": f"{end:.3f}",
             "step": f"{step:g}",
         }
-        return await self._get("query_range", params, history_frames)
+        past = await self._get("query_range", params, history_frames)
+        return [frame for frame in past if frame.t < end]
 
     async def poll_once(self) -> Frame:
         """Ask once; never raises for the server's misbehaviour."""
@@ -155,20 +175,14 @@ class FleetSource:
             answer = await self._get(
                 "query", {"query": instant_query(self.matchers)}, frame_from_answer
             )
-        except FleetError as exc:
-            errors.append(ToolError(tool="prometheus", message=str(exc), kind=exc.kind))
-        except TimeoutError:
-            errors.append(ToolError(
-                tool="prometheus", message=f"no answer within {self.timeout * 2 + 1:g} s",
-                kind="timeout",
-            ))
-        except Exception as exc:  # an answer no test foresaw: say so, keep the view alive
-            errors.append(ToolError(
-                tool="prometheus", message=f"unreadable answer: {type(exc).__name__}: {exc}",
-                kind="parse",
-            ))
+        except Exception as exc:
+            errors.append(self._request_error(exc))
         now = self.clock()
         self._failing = errors[0].kind if errors else None
+        if self._history_error is not None and self._history_said < HISTORY_POINTS:
+            # Said until live polls have filled the charts the history should have filled.
+            errors.append(self._history_error)
+            self._history_said += 1
         if answer is not None:
             notes.extend(answer.notes)
             for key, card in answer.cards.items():
@@ -214,18 +228,25 @@ class FleetSource:
         return frame
 
     async def frames(self) -> AsyncGenerator[Frame, None]:
-        """The start-up history first (as fast as it comes), then one poll per interval."""
+        """The start-up history first, then one poll per interval. The first poll is asked
+        before the history (it says which cards the list opens on) and yielded after it."""
+        next_start = time.monotonic()
         if self.history:
+            first = await self.poll_once()
+            self._seq = first.seq
             try:
-                past = await self._history()
-            except Exception:  # no history is no reason to stop: the first poll says what is wrong
+                past = await self._history(first) if first.cards else []
+            except Exception as exc:  # no history is no reason to stop, nor to keep quiet
                 past = []
-            for frame in past:
+                self._history_error = self._request_error(exc, "start-up history: ")
+                self._history_said += 1
+                first = first.model_copy(update={"errors": [*first.errors, self._history_error]})
+            for frame in [*past, first]:
                 if self._closed:
                     return
                 yield frame.model_copy(update={"seq": self._seq})
                 self._seq += 1
-        next_start = time.monotonic()
+            next_start += self.interval
         try:
             while not self._closed:
                 yield await self.poll_once()

@@ -29,6 +29,7 @@ from gpusat_tui.errors import GpusatError
 
 __all__ = [
     "MAX_ANSWER_BYTES",
+    "WARNINGS",
     "FleetError",
     "PrometheusAPI",
     "RequestDeadline",
@@ -39,6 +40,7 @@ __all__ = [
 
 #: Largest answer read: 64 hosts x 8 cards is about 1.4 MB, so this is thousands of cards.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+MIB = 1024 * 1024
 #: Most bytes one read asks for; a read returns whatever one ``recv`` brought.
 _CHUNK = 256 * 1024
 
@@ -186,14 +188,23 @@ def _read_body(answer: Any, deadline: RequestDeadline, limit: int = MAX_ANSWER_B
             return b"".join(chunks)
         size += len(chunk)
         if size > limit:
-            raise FleetError(f"the answer is larger than {limit // (1024 * 1024)} MiB", "parse")
+            raise FleetError(
+                f"answer cut: over the {_size(limit)} limit (narrow the view with --match)",
+                "parse",
+            )
         chunks.append(chunk)
+
+
+def _size(limit: int) -> str:
+    return f"{limit / MIB:g} MiB" if limit >= MIB else f"{limit} bytes"
 
 
 class PrometheusAPI:
     """Blocking GETs of the Prometheus HTTP API (run them in a thread)."""
 
-    def __init__(self, base_url: str, timeout: float = 5.0) -> None:
+    def __init__(
+        self, base_url: str, timeout: float = 5.0, max_bytes: int = MAX_ANSWER_BYTES
+    ) -> None:
         parsed = urllib.parse.urlsplit(base_url.strip())
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise GpusatError(
@@ -202,6 +213,8 @@ class PrometheusAPI:
         self.base_url = base_url.strip().rstrip("/")
         #: Seconds one request may take, all of it: connecting, the headers and the body.
         self.timeout = float(timeout)
+        #: Largest answer read; a larger one is cut off and refused (`FleetError`).
+        self.max_bytes = int(max_bytes)
 
     def get(self, endpoint: str, params: Mapping[str, str]) -> Any:
         """``data`` of a successful answer; raises `FleetError` for everything else, within
@@ -230,7 +243,7 @@ class PrometheusAPI:
         )
         try:
             with opener.open(request, timeout=self.timeout) as answer:
-                return _read_body(answer, deadline)
+                return _read_body(answer, deadline, self.max_bytes)
         except urllib.error.HTTPError as exc:  # 400/422/503: the API still explains in JSON
             try:
                 body = _read_body(exc, deadline, 64 * 1024) if exc.fp is not None else b""
@@ -267,8 +280,14 @@ def _api_error(body: bytes) -> str | None:
     return None
 
 
+#: Key of ``data`` under which `decode_answer` keeps the answer's ``warnings`` (Prometheus,
+#: Thanos: a partial answer, a query that hit a limit); the API's ``data`` has no such key.
+WARNINGS = "gpusat_warnings"
+
+
 def decode_answer(body: bytes) -> Any:
-    """``data`` of an API answer, or `FleetError` (``query`` or ``parse``)."""
+    """``data`` of an API answer, or `FleetError` (``query`` or ``parse``). The answer's
+    ``warnings``, if any, come along in ``data[WARNINGS]``."""
     try:
         doc = json.loads(body)
     except ValueError:
@@ -280,4 +299,7 @@ def decode_answer(body: bytes) -> Any:
     data = doc.get("data")
     if not isinstance(data, dict) or not isinstance(data.get("result"), list):
         raise FleetError("the answer has no result list", "parse")
+    warnings = doc.get("warnings")
+    if isinstance(warnings, list) and warnings:  # a partial answer says so: pass it on
+        data[WARNINGS] = [str(w) for w in warnings[:10]]
     return data

@@ -20,7 +20,14 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gpusat_tui.model import UTIL_LABELS, VERDICT_KINDS, CardReading, Verdict, VerdictKind
+from gpusat_tui.model import (
+    UTIL_LABELS,
+    VERDICT_KINDS,
+    CardReading,
+    Frame,
+    Verdict,
+    VerdictKind,
+)
 from gpusat_tui.text import clean
 from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
@@ -157,6 +164,20 @@ def util_label(card: CardReading) -> str:
     return UTIL_LABELS.get(card.vendor, "Util")
 
 
+def card_row(
+    card: CardReading, verdict: Verdict | None, selected: str | None, mixed: bool = False
+) -> tuple[str, VerdictKind, bool]:
+    """(label, kind, selected) of a card's row: ``▸ 0  87% `` then the badge."""
+    kind = verdict.kind if verdict and verdict.kind in VERDICT_KINDS else "unknown"
+    marker = "▸" if card.id == selected else " "
+    stale = "~" if card.stale_s is not None else " "
+    tag = VENDOR_TAGS.get(card.vendor, card.vendor[:2]) if mixed else ""
+    if card.host:  # the fleet view: rows of many hosts would all read 0, 1, 2...
+        tag = f"{host_tag(card.host)} {tag}"
+    label = f"{marker}{tag}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
+    return label, kind, card.id == selected
+
+
 class CardList(LineWidget):
     """Every card, one line each: ``▸ 0  87%  SATURATED``. One widget, not one per card.
 
@@ -192,21 +213,24 @@ class CardList(LineWidget):
     def sync(
         self, cards: list[CardReading], verdicts: dict[str, Verdict], selected: str | None
     ) -> None:
-        rows = []
         # On a machine with cards of two vendors (an NVIDIA card beside an Ascend one) two
         # rows would both read "0": each row then starts with its vendor's tag.
         mixed = len({card.vendor for card in cards}) > 1
-        for card in cards:
-            verdict = verdicts.get(card.id)
-            kind = verdict.kind if verdict and verdict.kind in VERDICT_KINDS else "unknown"
-            marker = "▸" if card.id == selected else " "
-            stale = "~" if card.stale_s is not None else " "
-            tag = VENDOR_TAGS.get(card.vendor, card.vendor[:2]) if mixed else ""
-            if card.host:  # the fleet view: rows of many hosts would all read 0, 1, 2...
-                tag = f"{host_tag(card.host)} {tag}"
-            label = f"{marker}{tag}{card.index:>2} {fmt(card.util_pct, '%'):>4}{stale}"
-            rows.append((label, kind, card.id == selected))
-        self.ids = [c.id for c in cards]
+        rows = [card_row(card, verdicts.get(card.id), selected, mixed) for card in cards]
+        self.show_rows(rows, [c.id for c in cards])
+
+    def listed_cards(self, frame: Frame, verdicts: dict[str, Verdict]) -> list[CardReading]:
+        """The cards the list shows, in its order: here all of them, as they come (the fleet's
+        list, `FleetList`, puts the worst first and folds the healthy)."""
+        return frame.cards
+
+    def unfold(self, selected: str | None) -> bool:
+        """Open a folded row if ``selected`` is on one; this list folds nothing."""
+        return False
+
+    def show_rows(self, rows: list[tuple[str, VerdictKind, bool]], ids: list[str]) -> None:
+        """Show ``rows`` (label, kind, selected), ``ids[i]`` the card a click on row i picks."""
+        self.ids = ids
         if rows == self._rows:
             return
         old, self._rows = self._rows, rows

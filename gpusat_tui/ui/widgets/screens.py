@@ -28,6 +28,7 @@ Cards
   w            why and advice for the selected card (enter: card view),
                and the job line in full
   pgdn pgup    scroll why and advice when they are longer than the box
+  /            fleet view: filter by job: user: host: kind: or words
 Display
   p, space     pause / resume (a replay stops advancing)
   ctrl+p       command palette (themes, keys)

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
-from gpusat_tui.analysis.causes import INPUT_RULES, CauseContext, spin_wait, starving_cause
+from gpusat_tui.analysis.cause_finding import CauseContext
+from gpusat_tui.analysis.cause_rules import INPUT_RULES, spin_wait
+from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured
 from gpusat_tui.analysis.thread_pipelines import (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.analysis.causes import workers_advice
+from gpusat_tui.analysis.cause_rules import workers_advice
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.analysis.tracker import VerdictTracker

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpusat_tui.analysis.causes import STARVING_CAUSES
+from gpusat_tui.analysis.cause_finding import STARVING_CAUSES
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge

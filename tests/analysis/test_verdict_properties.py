@@ -11,7 +11,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpusat_tui.analysis.causes import STARVING_CAUSES
+from gpusat_tui.analysis.cause_finding import STARVING_CAUSES
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.model import (

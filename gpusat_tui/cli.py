@@ -29,6 +29,7 @@ from gpusat_tui.commands.options import (
 )
 from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
+from gpusat_tui.text import clean
 from gpusat_tui.sources.options import (
     DEFAULT_ENRICH_EVERY,
     PollOptions,
@@ -72,38 +73,58 @@ def positive_int(text: str) -> int:
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _AGE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+#: The longest duration any option takes (numbers in plain digits can reach 1e308 or inf).
+MAX_DURATION_S = 365 * 86400.0
 
 
 def byte_size(text: str) -> int:
     """``--record-max-size``: ``500M``, ``2G``, ``1048576`` (binary units; a trailing B is fine)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if not match:
-        raise argparse.ArgumentTypeError(f"expected a size like 500M or 2G, got {text!r}")
-    value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+        raise argparse.ArgumentTypeError(
+            f"expected a size like 500M or 2G, got {clean(text, 40)!r}")
+    size = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    if not size <= 1 << 60:
+        raise argparse.ArgumentTypeError(f"must be at most 1024P, got {clean(text, 40)!r}")
+    value = int(size)
     if value < 4096:
         raise argparse.ArgumentTypeError(f"a part must be at least 4K, got {text!r}")
     return value
 
 
-def duration(text: str) -> float:
-    """``--record-max-age``: ``90s``, ``30m``, ``6h``, ``1d`` (a bare number is seconds)."""
+def duration(text: str, max_s: float = MAX_DURATION_S, max_shown: str = "365d") -> float:
+    """``--record-max-age``: ``90s``, ``30m``, ``6h``, ``1d`` (a bare number is seconds), at
+    most ``max_s`` (plain digits reach 1e308 or inf)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text, re.IGNORECASE)
     if not match:
-        raise argparse.ArgumentTypeError(f"expected a duration like 30m, 6h or 1d, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 30m, 6h or 1d, got {clean(text, 40)!r}")
     value = float(match.group(1)) * _AGE_UNITS[match.group(2).lower()]
+    if not math.isfinite(value) or value > max_s:
+        raise argparse.ArgumentTypeError(f"must be at most {max_shown}, got {clean(text, 40)!r}")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 s, got {text!r}")
     return value
 
 
-def webhook_url(text: str) -> str:
-    """``--webhook``: an http(s) URL with a host."""
-    from urllib.parse import urlsplit
+#: The longest ``--notify-hold`` and ``--notify-every``: beyond a week nothing is ever told.
+MAX_NOTIFY_S = 7 * 86400.0
 
-    parts = urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
-    return text.strip()
+
+def notify_duration(text: str) -> float:
+    """``--notify-hold`` / ``--notify-every``: a `duration` of at most a week."""
+    return duration(text, MAX_NOTIFY_S, "7d")
+
+
+def webhook_url(text: str) -> str:
+    """``--webhook``: an http(s) URL with a host, printable ASCII (no escape sequence, CR or LF
+    can reach a request line or a terminal); its credentials never appear in a message."""
+    from gpusat_tui.notify.webhook import check_url
+
+    try:
+        return check_url(text.strip(" "))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_rotation_options(parser: argparse.ArgumentParser) -> None:
@@ -281,11 +302,11 @@ def _add_notify_options(
 ) -> None:
     """When the job's verdict turns (starving, stalled, fragmenting, straggler) and holds."""
     parser.add_argument(
-        "--notify-hold", type=duration, default=60.0, metavar="DURATION",
+        "--notify-hold", type=notify_duration, default=60.0, metavar="DURATION",
         help="notify once a turn (or the recovery) has held this long (default 1m)",
     )
     parser.add_argument(
-        "--notify-every", type=duration, default=600.0, metavar="DURATION",
+        "--notify-every", type=notify_duration, default=600.0, metavar="DURATION",
         help="at most one notification per this long (default 10m)",
     )
     if webhook:

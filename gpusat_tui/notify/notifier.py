@@ -16,7 +16,7 @@ from gpusat_tui.notify.message import body, headline, payload
 from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.notify.status_file import JobStatus
 from gpusat_tui.notify.terminal import in_tmux, sequences
-from gpusat_tui.notify.webhook import Delivery, WebhookSender
+from gpusat_tui.notify.webhook import EXIT_WAIT_S, Delivery, WebhookSender, close_all
 from gpusat_tui.text import clean
 
 __all__ = ["Notifier", "detail_of", "notifier_from_options"]
@@ -40,6 +40,7 @@ class Notifier:
         webhooks: Sequence[tuple[WebhookSender, str]] = (),
         terminal: Callable[[str], None] | None = None, terminal_mode: str = "off",
         lines: Callable[[str, dict[str, Any]], None] | None = None, tmux: bool | None = None,
+        prog: str = "gpusat-tui",
     ) -> None:
         self.watcher = TurnWatcher(policy)
         self.host = host
@@ -50,6 +51,7 @@ class Notifier:
         self.lines = lines
         self.tmux = in_tmux() if tmux is None else tmux
         self.sent: list[Notice] = []
+        self.prog = prog
 
     def observe(self, t: float, status: JobStatus) -> list[Notice]:
         notices = self.watcher.observe(t, status.kind, status.cause)
@@ -66,10 +68,14 @@ class Notifier:
             self.sent.append(notice)
         return notices
 
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Let the webhooks send what is queued, for at most ``timeout_s`` in all."""
-        for sender, _fmt in self.webhooks:
-            sender.close(timeout_s / max(1, len(self.webhooks)))
+    def close(self, timeout_s: float = EXIT_WAIT_S) -> int:
+        """Let the webhooks send what is queued, for at most ``timeout_s`` in all; says on
+        stderr (one line) how many notices were left unsent, and returns that number."""
+        unsent = close_all([sender for sender, _fmt in self.webhooks], timeout_s)
+        if unsent:
+            print(f"{self.prog}: {unsent} webhook notice(s) not sent: no answer within "
+                  f"{timeout_s:g} s of stopping", file=sys.stderr, flush=True)
+        return unsent
 
 
 def _say_failure(prog: str) -> Callable[[Delivery], None]:
@@ -94,4 +100,4 @@ def notifier_from_options(
     fmt = options.webhook_format
     senders = [(WebhookSender(url, on_result=_say_failure(prog)), fmt) for url in urls]
     return Notifier(policy, host=host, source=source, webhooks=senders, terminal=terminal,
-                    terminal_mode=mode, lines=lines)
+                    terminal_mode=mode, lines=lines, prog=prog)

@@ -16,27 +16,22 @@ import argparse
 import math
 import re
 import sys
-from collections.abc import Sequence
 
-from gpusat_tui.commands.options import (
-    CheckOptions,
-    CommandOptions,
-    DashboardOptions,
-    ExportOptions,
-    ReportOptions,
-    RunOptions,
-    StatusOptions,
-)
-from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
 from gpusat_tui.text import clean
-from gpusat_tui.sources.options import (
-    DEFAULT_ENRICH_EVERY,
-    PollOptions,
-    RecordMode,
-    RecordOptions,
-    SourceOptions,
-)
+
+# ``gpusat-tui status`` runs on every refresh of a status bar: its path (`_run_status`) imports
+# only argparse, the status command and the status file. Every other command's options
+# (dataclasses, and `sources`, whose package loads the pydantic model) are imported where they
+# are built.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from gpusat_tui.commands.options import CommandOptions
+    from gpusat_tui.commands.status_options import StatusOptions
+    from gpusat_tui.notify.options import NotifyOptions
+    from gpusat_tui.sources.options import PollOptions, RecordMode, RecordOptions
 
 
 def parse_tool_override(text: str) -> tuple[str, str]:
@@ -59,6 +54,22 @@ def positive_float(text: str) -> float:
     if not value > 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
+
+
+def seconds_within(low: float, high: float) -> Callable[[str], float]:
+    """An option's seconds, finite and in [low, high] (``1e400`` is no number of seconds)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {clean(text, 40)!r}") from None
+        if not low <= value <= high:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"must be between {low:g} and {high:g} s, got {clean(text, 40)!r}")
+        return value
+
+    return parse
 
 
 def positive_int(text: str) -> int:
@@ -336,7 +347,7 @@ def add_status_options(parser: argparse.ArgumentParser) -> None:
         "waybar: a JSON object (text, tooltip, class)",
     )
     parser.add_argument(
-        "--max-age", type=positive_float, default=None, metavar="SECONDS",
+        "--max-age", type=seconds_within(0.1, 86400.0), default=None, metavar="SECONDS",
         help="use a running monitor's figures up to this old (default: 3 of its polls, 5 s "
         "at least)",
     )
@@ -345,12 +356,18 @@ def add_status_options(parser: argparse.ArgumentParser) -> None:
         help="an exporter's /metrics to ask when no monitor of yours runs here (none: never)",
     )
     parser.add_argument(
-        "--poll", type=float, default=2.0, metavar="SECONDS",
+        "--poll", type=seconds_within(0.0, 60.0), default=2.0, metavar="SECONDS",
         help="with no monitor nor exporter, poll the tools this long (default 2; 0: never)",
     )
     parser.add_argument(
-        "--timeout", type=positive_float, default=5.0, metavar="SECONDS",
+        "--timeout", type=seconds_within(0.1, 300.0), default=5.0, metavar="SECONDS",
         help="hard limit on a poll of its own, discovery included (default 5)",
+    )
+    parser.add_argument(
+        "--job", default=None, metavar="JOB",
+        help="show this job only: its key (slurm:123, plain:4242), its name, or the PID of "
+        "the monitor watching it (default: the job of your tmux session's monitor, else the "
+        "one in the worst state, named when several are live)",
     )
     _add_polling_options(parser, suppress=True)
 
@@ -370,14 +387,20 @@ def _run_status(argv: list[str]) -> int:
 
 
 def _status_options(args: argparse.Namespace) -> StatusOptions:
+    from gpusat_tui.commands.status_options import StatusOptions
+
     return StatusOptions(
         format=args.format, max_age_s=args.max_age,
         exporter=None if args.exporter == "none" else args.exporter,
-        poll_s=args.poll, timeout_s=args.timeout, poll=_poll_options(args),
+        poll_s=args.poll, timeout_s=args.timeout, tools=dict(getattr(args, "tool", None) or []),
+        pids=tuple(getattr(args, "pid", None) or []),
+        interval_s=getattr(args, "interval", None) or 1.0, job=args.job,
     )
 
 
 def _notify_options(args: argparse.Namespace) -> NotifyOptions:
+    from gpusat_tui.notify.options import NotifyOptions
+
     return NotifyOptions(
         hold_s=getattr(args, "notify_hold", 60.0), every_s=getattr(args, "notify_every", 600.0),
         webhooks=tuple(getattr(args, "webhook", None) or ()),
@@ -421,6 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _poll_options(args: argparse.Namespace) -> PollOptions:
+    from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY, PollOptions
+
     return PollOptions(
         interval_s=getattr(args, "interval", None) or 1.0,
         tools=dict(getattr(args, "tool", None) or []),
@@ -431,6 +456,8 @@ def _poll_options(args: argparse.Namespace) -> PollOptions:
 
 def _record_options(args: argparse.Namespace, *, rotation: bool = True,
                     protect: Sequence[str] = ()) -> RecordOptions | None:
+    from gpusat_tui.sources.options import RecordOptions
+
     path = getattr(args, "record", None)
     if not path:
         return None
@@ -447,6 +474,15 @@ def parse(argv: Sequence[str] | None = None) -> CommandOptions:
 
     The only place that reads argparse's Namespace: options given before the sub-command apply
     to it too, and each command gets only the flags it honours."""
+    from gpusat_tui.commands.options import (
+        CheckOptions,
+        DashboardOptions,
+        ExportOptions,
+        ReportOptions,
+        RunOptions,
+    )
+    from gpusat_tui.sources.options import SourceOptions
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_tool_keys(parser, [key for key, _ in getattr(args, "tool", None) or []])
@@ -489,6 +525,14 @@ def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["status"]:
         return _run_status(words[1:])
+    from gpusat_tui.commands.options import (
+        CheckOptions,
+        ExportOptions,
+        ReportOptions,
+        RunOptions,
+    )
+    from gpusat_tui.commands.status_options import StatusOptions
+
     options = parse(argv)
     if isinstance(options, CheckOptions):
         from gpusat_tui.commands.check import run_check

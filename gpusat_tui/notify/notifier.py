@@ -52,6 +52,8 @@ class Notifier:
         self.tmux = in_tmux() if tmux is None else tmux
         self.sent: list[Notice] = []
         self.prog = prog
+        #: Notices the webhooks were left with at `close`.
+        self.unsent = 0
 
     def observe(self, t: float, status: JobStatus) -> list[Notice]:
         notices = self.watcher.observe(t, status.kind, status.cause)
@@ -68,14 +70,13 @@ class Notifier:
             self.sent.append(notice)
         return notices
 
-    def close(self, timeout_s: float = EXIT_WAIT_S) -> int:
+    def close(self, timeout_s: float = EXIT_WAIT_S) -> None:
         """Let the webhooks send what is queued, for at most ``timeout_s`` in all; says on
-        stderr (one line) how many notices were left unsent, and returns that number."""
-        unsent = close_all([sender for sender, _fmt in self.webhooks], timeout_s)
-        if unsent:
-            print(f"{self.prog}: {unsent} webhook notice(s) not sent: no answer within "
+        stderr (one line) how many notices were left unsent (`unsent`)."""
+        self.unsent = close_all([sender for sender, _fmt in self.webhooks], timeout_s)
+        if self.unsent:
+            print(f"{self.prog}: {self.unsent} webhook notice(s) not sent: no answer within "
                   f"{timeout_s:g} s of stopping", file=sys.stderr, flush=True)
-        return unsent
 
 
 def _say_failure(prog: str) -> Callable[[Delivery], None]:

@@ -5,6 +5,7 @@ webhook's hostile tests and by ``benchmarks/soak_webhook.py``."""
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from collections.abc import Callable
 
@@ -12,6 +13,8 @@ GOOD = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 JUNK = b"\x00\x1b]0;owned\x07 not http at all\r\n\r\n"
 #: What a TLS-only port sends to a plain-HTTP client: an alert record (protocol version).
 TLS_ALERT = b"\x15\x03\x01\x00\x02\x02F"
+#: Not sent: the connection is reset (RST) instead of answered.
+RESET = b"<reset>"
 
 
 def redirect(location: str) -> bytes:
@@ -60,6 +63,9 @@ class ScriptedServer:
             try:
                 if reply is None:
                     self.release.wait(60)
+                    return
+                if reply == RESET:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     return
                 conn.sendall(reply)
             except OSError:

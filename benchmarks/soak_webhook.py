@@ -93,13 +93,17 @@ def soak(minutes: float) -> None:
               f"open files: start {fds[0]}, highest {max(fds)}, end {fds[-1]} "
               f"({len(samples)} samples)")
         print(f"sender thread alive: {sender._thread.is_alive()}")
-        before = len(sender.results)
-        good = sender.results[-1].ok if sender.results else False
-        sender.send({"n": "last"})
-        while len(sender.results) == before:
-            time.sleep(0.05)
-        print(f"a notice after the soak: {'delivered' if sender.results[-1].ok else 'failed'}"
-              f" ({sender.results[-1].error or 'ok'}; the previous one {good})")
+        # The server's turn decides what the next notice meets: send until one is delivered.
+        tries = 0
+        for tries in range(1, 5):
+            before = len(sender.results)
+            sender.send({"n": f"after-{tries}"})
+            while len(sender.results) == before:
+                time.sleep(0.05)
+            if sender.results[-1].ok:
+                break
+        print(f"after the soak: {'delivered' if sender.results[-1].ok else 'NOT delivered'} "
+              f"at the {tries}. notice")
         sender.close(1.0)
     finally:
         proc.terminate()

@@ -202,10 +202,10 @@ def test_nan_figures_from_a_file_reach_the_command_as_unknown(tmp_path: Path) ->
     folder = tmp_path / "probes"
     folder.mkdir(mode=0o700)
     (folder / "status-1.json").write_text(
-        '{"layout": 1, "writer": "dashboard", "pid": %d, "t": %r, "fresh_s": 5.0, '
-        '"kind": "starving", "cause": "input-bound", "since": -1e308, "util_pct": NaN, '
-        '"data_wait_pct": NaN, "cards": 1e400, "lagging": [], "headline": null}'
-        % (os.getpid(), time.time()))
+        f'{{"layout": 1, "writer": "dashboard", "pid": {os.getpid()}, "t": {time.time()!r}, '
+        '"fresh_s": 5.0, "kind": "starving", "cause": "input-bound", "since": -1e308, '
+        '"util_pct": NaN, "data_wait_pct": NaN, "cards": 1e400, "lagging": [], '
+        '"headline": null}')
     (folder / "status-1.json").chmod(0o600)
     status = read_fresh(dirs=[str(folder)])
     assert status is not None

@@ -1,18 +1,20 @@
 """``gpusat-tui status``: the job's verdict as one short line for a status bar.
 
 tmux runs it every few seconds (``set -g status-right '#(gpusat-tui status)'``), so the
-common path is a few small file reads: the status file a running dashboard or exporter leaves
-(`status_file`). Without one it asks a local exporter's ``/metrics`` (an exporter of another
-user or container), and only then polls the tools itself, under a hard time limit, caching the
-answer for `CACHE_FRESH_S` so that the next calls do not start the tools again. Never imports
-Textual; the rendering (`render`) is pure.
+common path is a few small file reads: the status files the caller's running dashboard or
+exporter leaves (`status_file`, trusted as `status_trust` says), one job chosen (`choose`).
+Without one it asks an exporter's ``/metrics`` (on this machine only one of the caller's), and
+only then polls the tools itself, under a hard time limit, caching the answer for
+`CACHE_FRESH_S` so that the next calls do not start the tools again. Never imports Textual;
+the rendering (`render`) is pure.
 
 Formats, each escaping what its consumer interprets in the text: ``tmux`` (colours in tmux's
-``#[fg=...]``; ``#`` doubled), ``plain`` (escape sequences and controls removed, as everywhere),
-``polybar`` (``%{F#rrggbb}``; ``%`` doubled, so no ``%{...}`` tag, a click action included,
-can come from a file) and ``waybar`` (one JSON object: text, tooltip, class, percentage; text
-and tooltip are Pango markup, so ``&``, ``<`` and ``>`` are escaped). Every figure is bounded
-first (`status_file.bounded`). The exit status is 0 whenever a line was printed, including "no
+``#[fg=...]``; ``#`` doubled), ``plain`` (escape sequences and controls removed, as
+everywhere), ``polybar`` (``%{F#rrggbb}``; a zero-width space inside any ``%{`` of the text,
+so no tag, a click action included, comes from a file: polybar has no escape for it) and
+``waybar`` (one JSON object: text, tooltip, class, percentage; text and tooltip are Pango
+markup, so ``&``, ``<`` and ``>`` are escaped). Every figure is bounded first
+(`status_file.bounded`). The exit status is 0 whenever a line was printed, including "no
 accelerator" (a status bar shows stdout and ignores the status).
 """
 
@@ -112,6 +114,12 @@ def words(status: JobStatus | None, now: float, jobs: int = 1) -> tuple[str, str
     return kind, " ".join(p for p in parts if p)
 
 
+def polybar_escape(text: str) -> str:
+    """Polybar parses every ``%{`` as a tag and has no escape for it (``%%`` is two percent
+    signs, then the tag: its parser's source), so a zero-width space goes between the two."""
+    return text.replace("%{", "%\u200b{")
+
+
 def markup_escape(text: str) -> str:
     """Pango markup (waybar): the three characters it interprets."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -125,7 +133,7 @@ def render(status: JobStatus | None, fmt: str, now: float | None = None, jobs: i
     if fmt == "tmux":
         return f"#[fg={TMUX_COLOURS[kind]}]{text.replace('#', '##')}#[default]"
     if fmt == "polybar":
-        return f"%{{F{HEX_COLOURS[kind]}}}{text.replace('%', '%%')}%{{F-}}"
+        return f"%{{F{HEX_COLOURS[kind]}}}{polybar_escape(text)}%{{F-}}"
     if fmt == "waybar":
         tooltip = clean(status.headline, 300) if status and status.headline else text
         doc: dict[str, object] = {"text": markup_escape(text),
@@ -202,8 +210,22 @@ def status_from_metrics(text: str) -> JobStatus | None:
 
 
 def from_exporter(url: str, timeout_s: float) -> JobStatus | None:
+    """The status an exporter serves; None without one, or when it listens on this machine
+    under another user's uid (`status_trust.local_listener_is_mine`)."""
     import urllib.error
+    import urllib.parse
     import urllib.request
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if parts.hostname in ("localhost", "::1") or (parts.hostname or "").startswith("127."):
+        from gpusat_tui.notify.status_trust import local_listener_is_mine
+
+        if local_listener_is_mine(port) is False:
+            return None
 
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as answer:

@@ -11,6 +11,9 @@ else must never reach it. A file is read only when all of these hold (docs/watch
    the file's mtime), so a PID reused by a later process does not keep a dead monitor's
    figures alive.
 
+An exporter on this machine (a loopback URL) is asked only when a socket of the caller's
+listens on its port (`local_listener_is_mine`): another user's exporter is another user's job.
+
 Freshness (how old the figures may be) and the figures' bounds are the reader's
 (`status_file.read_all`). Standard library only and no ``psutil``: this runs on every refresh of
 a status bar, and reading two small files of ``/proc`` costs less than importing it. Where
@@ -23,7 +26,14 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["MAX_PID", "open_own_folder", "process_start", "read_own_file", "writer_alive"]
+__all__ = [
+    "MAX_PID",
+    "local_listener_is_mine",
+    "open_own_folder",
+    "process_start",
+    "read_own_file",
+    "writer_alive",
+]
 
 #: Linux's ceiling on PIDs (``pid_max`` cannot be set above 2**22).
 MAX_PID = 1 << 22
@@ -133,3 +143,26 @@ def writer_alive(pid: object, written_at: float) -> bool:
     except OSError:  # gone, or not the caller's (PermissionError): not its writer either way
         return False
     return True
+
+
+def local_listener_is_mine(port: int) -> bool | None:
+    """Whether a TCP socket of the caller's listens on ``port`` here (``/proc/net/tcp`` and
+    ``tcp6``: state 0A, the owner's uid); None where ``/proc`` cannot say."""
+    uid = _uid()
+    seen = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, "rb") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        seen = True
+        for row in rows:
+            fields = row.split()
+            try:
+                listening = fields[3] == b"0A" and int(fields[1].rpartition(b":")[2], 16) == port
+                if listening and (uid is None or int(fields[7]) == uid):
+                    return True
+            except (IndexError, ValueError):
+                continue
+    return False if seen else None

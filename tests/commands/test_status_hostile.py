@@ -229,12 +229,12 @@ def hostile(text: str) -> JobStatus:
 
 
 def test_polybar_gets_no_tag_from_a_file() -> None:
-    line = render(hostile(HOSTILE["polybar"]), "polybar", NOW)
-    unescaped = line.replace("%%", "")
-    # Only the line's own colour tags remain once polybar's escape is taken out.
-    assert unescaped.count("%{") == 2 and unescaped.startswith("%{F#") \
-        and unescaped.endswith("%{F-}")
-    assert "%%{A1:touch" in line
+    # Polybar's parser takes every "%{" as a tag (it has no escape: "%%{A1:...}" still runs
+    # the action), so no "%{" of the text may reach it.
+    for text in (HOSTILE["polybar"], "%%{A1:touch /tmp/x:}x%%{A}", "100%{F#fff}"):
+        line = render(hostile(text), "polybar", NOW)
+        assert line.count("%{") == 2 and line.startswith("%{F#") and line.endswith("%{F-}")
+        assert "%\u200b{A1:touch" in line or "%\u200b{F#fff}" in line
 
 
 def test_tmux_gets_no_format_or_command_from_a_file() -> None:
@@ -312,3 +312,44 @@ def test_the_command_shows_the_caller_s_job_and_says_whose_among_several(
     assert status_line({**env, "TMUX": "/tmp/tmux-0/default,7,1"}) == "GPU ▮▮▮▮ SATURATED"
     assert status_line(env, "--job", "mine.py") == "GPU ▮▮▮▮ SATURATED"
     assert status_line(env, "--job", "plain:22").startswith("GPU ▯▯▯▯ STALLED 4m")
+
+
+# --- an exporter on this machine is asked only when it is the caller's ----------------------
+
+EXPOSITION = (
+    '# TYPE gpusat_job_verdict gauge\n'
+    'gpusat_job_verdict{host="h",kind="stalled",cause=""} 1\n'
+)
+SERVE = """
+import encodings.idna, http.server, os, sys
+if len(sys.argv) > 1:
+    os.setuid(int(sys.argv[1]))
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(%r.encode())
+    def log_message(self, *a): pass
+server = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(server.server_port, flush=True)
+server.serve_forever()
+""" % EXPOSITION
+
+
+def exporter_as(*uid: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, *uid], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    return proc, f"http://127.0.0.1:{int(proc.stdout.readline())}/metrics"
+
+
+@needs_root
+def test_another_user_s_exporter_on_this_machine_is_not_asked(tmp_path: Path) -> None:
+    folder = tmp_path / "probes"
+    folder.mkdir(mode=0o700)
+    env = {"GPUSAT_PROBE_DIR": str(folder)}
+    for uid, expected in ((str(OTHER_UID),), "GPU –"), ((), "GPU STALLED"):
+        proc, url = exporter_as(*uid)
+        try:
+            assert status_line(env, "--exporter", url) == expected
+        finally:
+            proc.kill()
+            proc.wait()

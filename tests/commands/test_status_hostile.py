@@ -326,12 +326,12 @@ if len(sys.argv) > 1:
     os.setuid(int(sys.argv[1]))
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(%r.encode())
+        self.send_response(200); self.end_headers(); self.wfile.write(BODY.encode())
     def log_message(self, *a): pass
 server = http.server.HTTPServer(("127.0.0.1", 0), H)
 print(server.server_port, flush=True)
 server.serve_forever()
-""" % EXPOSITION
+""".replace("BODY", repr(EXPOSITION))
 
 
 def exporter_as(*uid: str) -> tuple[subprocess.Popen[str], str]:

@@ -39,18 +39,30 @@ from tests.notify.hostile_server import (  # noqa: E402
     redirect,
 )
 
+NAMES = {GOOD: "good answer", JUNK: "junk bytes", TLS_ALERT: "TLS alert", None: "hang",
+         RESET: "reset"}
+
 
 def serve(kind: str) -> None:
-    """Child process: print the port, then answer until killed."""
+    """Child process: print the port, answer until SIGTERM, then print what it answered."""
+    answered: collections.Counter[str] = collections.Counter()
     if kind == "cycle":
         cycle = itertools.cycle([GOOD, JUNK, GOOD, TLS_ALERT, None, GOOD, RESET,
                                  redirect("http://127.0.0.1:1/stolen")])
-        server = ScriptedServer(lambda: next(cycle))
+
+        def reply() -> bytes | None:
+            answer = next(cycle)
+            answered[NAMES.get(answer, "redirect")] += 1
+            return answer
+
+        server = ScriptedServer(reply)
     else:
         server = ScriptedServer(lambda: None)
     print(server.port, flush=True)
-    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    signal.sigwait({signal.SIGTERM})
     server.close()
+    print(", ".join(f"{n} {name}" for name, n in answered.most_common()), flush=True)
 
 
 def sample() -> tuple[int, int]:
@@ -66,9 +78,11 @@ def child(kind: str) -> tuple[subprocess.Popen[str], int]:
 
 def soak(minutes: float) -> None:
     proc, port = child("cycle")
+    outcomes: collections.Counter[str] = collections.Counter()
     try:
-        sender = WebhookSender(f"http://127.0.0.1:{port}/hook", timeout_s=2.0, retries=1,
-                               backoff_s=0.2)
+        sender = WebhookSender(
+            f"http://127.0.0.1:{port}/hook", timeout_s=2.0, retries=1, backoff_s=0.2,
+            on_result=lambda r: outcomes.update(["ok" if r.ok else (r.error or "?")]))
         samples = [sample()]
         start = time.monotonic()
         end = start + minutes * 60
@@ -81,10 +95,8 @@ def soak(minutes: float) -> None:
             if time.monotonic() >= next_sample:
                 samples.append(sample())
                 next_sample += 30
-        outcomes = collections.Counter(
-            "ok" if r.ok else (r.error or "?").split(":")[0] for r in sender.results)
-        print(f"{minutes:g} min, {n} notices sent, {len(sender.results)} deliveries ended, "
-              f"{sender.dropped} dropped from a full queue")
+        print(f"{minutes:g} min, {n} notices sent, {sender.delivered + sender.failed} "
+              f"deliveries ended, {sender.dropped} dropped from a full queue; by outcome:")
         for outcome, count in outcomes.most_common():
             print(f"  {count:5d}  {outcome}")
         threads = [t for t, _ in samples]
@@ -107,7 +119,8 @@ def soak(minutes: float) -> None:
         sender.close(1.0)
     finally:
         proc.terminate()
-        proc.wait()
+        out, _ = proc.communicate()
+        print(f"the server answered: {out.strip()}")
 
 
 def exit_after_sigterm() -> None:

@@ -16,6 +16,7 @@ auth and never printed. `close` waits a bounded time in all for what is queued.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import http.client
 import json
@@ -132,7 +133,11 @@ class WebhookSender:
         self.max_queue = max_queue
         self.on_result = on_result
         self.dropped = 0
-        self.results: list[Delivery] = []
+        #: The latest deliveries (bounded: a sender runs for weeks); `delivered` and `failed`
+        #: count them all.
+        self.results: collections.deque[Delivery] = collections.deque(maxlen=256)
+        self.delivered = 0
+        self.failed = 0
         self._opener = urllib.request.build_opener(_NoRedirect())
         # Unbounded underneath so that `close` never waits to queue its stop; `send` bounds it.
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -179,6 +184,10 @@ class WebhookSender:
                 result = Delivery(False, 1, None, describe_failure(exc))
             self._busy = False
             self.results.append(result)
+            if result.ok:
+                self.delivered += 1
+            else:
+                self.failed += 1
             if self.on_result is not None:
                 with contextlib.suppress(Exception):  # a caller's message never ends the sender
                     self.on_result(result)

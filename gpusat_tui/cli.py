@@ -393,8 +393,7 @@ def _status_options(args: argparse.Namespace) -> StatusOptions:
         format=args.format, max_age_s=args.max_age,
         exporter=None if args.exporter == "none" else args.exporter,
         poll_s=args.poll, timeout_s=args.timeout, tools=dict(getattr(args, "tool", None) or []),
-        pids=tuple(getattr(args, "pid", None) or []),
-        interval_s=getattr(args, "interval", None) or 1.0, job=args.job,
+        pids=tuple(getattr(args, "pid", None) or []), job=args.job,
     )
 
 

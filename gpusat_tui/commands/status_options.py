@@ -19,14 +19,14 @@ STATUS_FORMATS = ("tmux", "plain", "polybar", "waybar")
 class StatusOptions:
     """``gpusat-tui status``: one short line for a status bar."""
 
-    __slots__ = ("exporter", "format", "interval_s", "job", "max_age_s", "pids", "poll_s",
-                 "timeout_s", "tools")
+    __slots__ = ("exporter", "format", "job", "max_age_s", "pids", "poll_s", "timeout_s",
+                 "tools")
 
     def __init__(
         self, format: str = "tmux", max_age_s: float | None = None,
         exporter: str | None = "http://127.0.0.1:9478/metrics", poll_s: float = 2.0,
         timeout_s: float = 5.0, tools: Mapping[str, str] | None = None,
-        pids: tuple[int, ...] = (), interval_s: float = 1.0, job: str | None = None,
+        pids: tuple[int, ...] = (), job: str | None = None,
     ) -> None:
         #: One of `STATUS_FORMATS`.
         self.format = format
@@ -41,7 +41,6 @@ class StatusOptions:
         #: ``--tool KEY=PATH`` and ``--pid`` for that poll.
         self.tools: Mapping[str, str] = dict(tools or {})
         self.pids = pids
-        self.interval_s = interval_s
         #: ``--job``: show this job only (its key, its name, or its monitor's PID).
         self.job = job
 

@@ -181,9 +181,10 @@ def summarise(frame: Frame, assessment: Assessment, since: float | None = None) 
 
 def fresh_for(interval_s: float | None) -> float:
     """How long a monitor's figures stay fresh: `FRESH_INTERVALS` polls, `MIN_FRESH_S` at least,
-    `MAX_FRESH_S` at most (an interval it cannot be is taken as one second)."""
-    interval = interval_s if interval_s is not None and math.isfinite(interval_s) \
-        and 0 < interval_s <= MAX_INTERVAL_S else 1.0
+    `MAX_FRESH_S` at most (an interval over `MAX_INTERVAL_S` counts as that, one that is no
+    number of seconds as one second)."""
+    interval = 1.0 if interval_s is None or not interval_s > 0 else min(interval_s,
+                                                                         MAX_INTERVAL_S)
     return max(FRESH_INTERVALS * interval, MIN_FRESH_S)
 
 
@@ -201,13 +202,15 @@ def to_document(status: JobStatus, writer: str, interval_s: float | None,
     }
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value)
-
-
 def _num(value: object) -> float | None:
-    return float(value) if _finite(value) else None  # type: ignore[arg-type]
+    """A finite number from a file, or None (an integer of 400 digits is no float either)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _pct(value: float | None) -> float | None:

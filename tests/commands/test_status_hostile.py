@@ -204,8 +204,8 @@ def test_nan_figures_from_a_file_reach_the_command_as_unknown(tmp_path: Path) ->
     (folder / "status-1.json").write_text(
         f'{{"layout": 1, "writer": "dashboard", "pid": {os.getpid()}, "t": {time.time()!r}, '
         '"fresh_s": 5.0, "kind": "starving", "cause": "input-bound", "since": -1e308, '
-        '"util_pct": NaN, "data_wait_pct": NaN, "cards": 1e400, "lagging": [], '
-        '"headline": null}')
+        '"util_pct": NaN, "data_wait_pct": ' + "9" * 400 + ', "cards": 1e400, '
+        '"lagging": [], "headline": null}')
     (folder / "status-1.json").chmod(0o600)
     status = read_fresh(dirs=[str(folder)])
     assert status is not None

@@ -106,16 +106,20 @@ def soak(minutes: float) -> None:
               f"({len(samples)} samples)")
         print(f"sender thread alive: {sender._thread.is_alive()}")
         # The server's turn decides what the next notice meets: send until one is delivered.
+        while sender.delivered + sender.failed < n:  # what is still queued ends first
+            time.sleep(0.05)
         tries = 0
+        delivered = False
         for tries in range(1, 5):
-            before = len(sender.results)
+            before = sender.delivered + sender.failed
             sender.send({"n": f"after-{tries}"})
-            while len(sender.results) == before:
+            while sender.delivered + sender.failed == before:
                 time.sleep(0.05)
-            if sender.results[-1].ok:
+            delivered = sender.results[-1].ok
+            if delivered:
                 break
-        print(f"after the soak: {'delivered' if sender.results[-1].ok else 'NOT delivered'} "
-              f"at the {tries}. notice")
+        print(f"after the soak: {'delivered' if delivered else 'NOT delivered'} at the "
+              f"{tries}. notice")
         sender.close(1.0)
     finally:
         proc.terminate()

@@ -153,14 +153,17 @@ def choose(statuses: list[JobStatus], job: str | None = None,
     """The status the badge shows, and how many jobs are live (pure).
 
     ``job`` (``--job``) keeps that job only (its key, its name or its monitor's PID). Else the
-    monitors of the caller's tmux session (``$TMUX``, the same in a pane and in a status-bar
-    command) win where there are any. One status per job (the newest: ``statuses`` come
+    monitors started in the caller's tmux server win where there are any: ``$TMUX`` is
+    ``socket,server pid,session``, and a status-bar command gets session -1 (tmux 3.3), so
+    only the server can be told. One status per job (the newest: ``statuses`` come
     newest first); monitors that see no job count only where none sees one. Of several jobs
     the one in the worst state is shown (ties by key: the same one on every call)."""
     if job is not None:
         statuses = [s for s in statuses if job in (s.job, s.job_name, str(s.pid))]
     elif tmux:
-        statuses = [s for s in statuses if s.tmux == tmux] or statuses
+        server = tmux.rpartition(",")[0]
+        statuses = [s for s in statuses if s.tmux and s.tmux.rpartition(",")[0] == server] \
+            or statuses
     per_job: dict[str | None, JobStatus] = {}
     for status in statuses:
         per_job.setdefault(status.job, status)

@@ -275,10 +275,12 @@ def test_several_live_jobs_show_the_worst_named_the_same_on_every_call() -> None
         assert render(shown, "plain", NOW, jobs) == "GPU ▮▮▯▯ IMBALANCED · theirs.py 1/2"
 
 
-def test_the_caller_s_tmux_session_and_job_win() -> None:
+def test_the_caller_s_tmux_server_and_job_win() -> None:
     mine = job("saturated", "plain:11", "mine.py", tmux="/tmp/tmux-0/default,7,1")
-    theirs = job("stalled", "plain:22", "theirs.py", tmux="/tmp/tmux-0/default,7,2")
-    assert choose([mine, theirs], tmux="/tmp/tmux-0/default,7,1") == (mine, 1)
+    theirs = job("stalled", "plain:22", "theirs.py", tmux="/tmp/tmux-0/other,9,0")
+    # A status-bar command of tmux 3.3 gets the server's socket and PID, and session -1.
+    assert choose([mine, theirs], tmux="/tmp/tmux-0/default,7,-1") == (mine, 1)
+    assert choose([mine, theirs], tmux="/tmp/tmux-0/third,5,-1") == (theirs, 2)
     assert choose([mine, theirs], job="theirs.py") == (theirs, 1)
     assert choose([mine, theirs], job="plain:11") == (mine, 1)
     assert choose([mine, theirs], job="100") == (theirs, 2)  # a PID both monitors share
@@ -309,7 +311,7 @@ def test_the_command_shows_the_caller_s_job_and_says_whose_among_several(
                                      tmux=None))
     env = {"GPUSAT_PROBE_DIR": str(folder)}
     assert status_line(env).startswith("GPU ▯▯▯▯ STALLED 4m · theirs.py 1/2")
-    assert status_line({**env, "TMUX": "/tmp/tmux-0/default,7,1"}) == "GPU ▮▮▮▮ SATURATED"
+    assert status_line({**env, "TMUX": "/tmp/tmux-0/default,7,-1"}) == "GPU ▮▮▮▮ SATURATED"
     assert status_line(env, "--job", "mine.py") == "GPU ▮▮▮▮ SATURATED"
     assert status_line(env, "--job", "plain:22").startswith("GPU ▯▯▯▯ STALLED 4m")
 

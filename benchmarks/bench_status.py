@@ -1,4 +1,5 @@
-"""Cost of ``gpusat-tui status`` with a running monitor (target: 10 ms per call).
+"""Cost of ``gpusat-tui status`` with a running monitor (target: at most twice the CPU of
+``python -c pass``).
 
 Run by hand: ``.venv/bin/python benchmarks/bench_status.py [--calls 50]``.
 
@@ -7,9 +8,12 @@ a fake ``nvidia-smi`` that counts its calls is first on PATH, and then:
 
 1. in process: reading the freshest file and rendering the tmux line (`read_fresh` +
    `render`), median over many calls: what ``status`` itself does;
-2. the whole command, ``python -m gpusat_tui status``, as tmux runs it: wall time per call
-   (median, 90th percentile) next to a bare ``python -c pass`` on the same interpreter, and
-   the start-up imports ``-X importtime`` counts;
+2. the whole command, the installed ``gpusat-tui status`` as tmux runs it, back to back with a
+   bare ``python -c pass`` on the same interpreter (one call of each in turn, so both see the
+   same load): CPU per call (user + system, median) and wall time. Twice: with the bytecode
+   cache written once and then used (an installed package: pip compiles it), and with
+   ``PYTHONDONTWRITEBYTECODE`` (every module compiled on every call: a source tree where the
+   cache cannot be written: the package's caches are removed first);
 3. that the fake tool was never started.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,22 +38,31 @@ from gpusat_tui.notify.status_file import JobStatus, StatusFileWriter, read_fres
 from tests.prom.hosts import fake_host  # noqa: E402
 
 
-def wall(cmd: list[str], env: dict[str, str], calls: int) -> tuple[list[float], float]:
-    """Wall ms of each call, and the mean CPU ms (user + system) of one, from rusage (the
-    CPU figure holds on a busy machine, where wall time measures the queue)."""
-    times = []
+def one(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms: user + system) of one call. The CPU figure holds on a busy machine,
+    where wall time measures the queue."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    for _ in range(calls):
-        started = time.perf_counter()
-        subprocess.run(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - started) * 1e3)
+    started = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, check=True)
+    wall = (time.perf_counter() - started) * 1e3
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / calls * 1e3
-    return times, cpu
+    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
 
 
 def pct(values: list[float], q: float) -> float:
     return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+def back_to_back(cmds: dict[str, list[str]], env: dict[str, str],
+                 calls: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Each command once in turn, ``calls`` times: {name: (wall ms, CPU ms)}."""
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in cmds}
+    for _ in range(calls):
+        for name, cmd in cmds.items():
+            wall, cpu = one(cmd, env)
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
+    return out
 
 
 def main() -> None:
@@ -71,16 +85,28 @@ def main() -> None:
         in_process_us = (time.perf_counter() - started) / n * 1e6
         print(f"in process (read_fresh + render): {in_process_us:.0f} µs per call -> {line}")
 
-        env = fakes.env({"GPUSAT_PROBE_DIR": str(probe_dir)})
-        status, status_cpu = wall([sys.executable, "-m", "gpusat_tui", "status"], env,
-                                  args.calls)
-        bare, bare_cpu = wall([sys.executable, "-c", "pass"], env, args.calls)
-        print(f"python -c pass:            median {statistics.median(bare):.1f} ms, "
-              f"p90 {pct(bare, 0.9):.1f} ms, CPU {bare_cpu:.1f} ms")
-        print(f"gpusat-tui status:         median {statistics.median(status):.1f} ms, "
-              f"p90 {pct(status, 0.9):.1f} ms, CPU {status_cpu:.1f} ms")
-        print(f"status beyond interpreter: median "
-              f"{statistics.median(status) - statistics.median(bare):.1f} ms")
+        base = fakes.env({"GPUSAT_PROBE_DIR": str(probe_dir)})
+        base.pop("TMUX", None)
+        script = str(Path(sys.executable).with_name("gpusat-tui"))
+        cmds = {"python -c pass": [sys.executable, "-c", "pass"],
+                "gpusat-tui status": [script, "status"]}
+        cached = {k: v for k, v in base.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        uncached = {**base, "PYTHONDONTWRITEBYTECODE": "1"}
+        subprocess.run(cmds["gpusat-tui status"], env=cached, cwd=REPO, check=True,
+                       stdout=subprocess.DEVNULL)  # writes the bytecode cache once
+        for label, env in (("bytecode cached (installed)", cached),
+                           ("package not compiled, PYTHONDONTWRITEBYTECODE=1", uncached)):
+            if env is uncached:  # the cache the first run wrote would still be read
+                for folder in (REPO / "gpusat_tui").rglob("__pycache__"):
+                    shutil.rmtree(folder)
+            got = back_to_back(cmds, env, args.calls)
+            print(f"{label}, {args.calls} calls each, back to back:")
+            for name, (walls, cpus) in got.items():
+                print(f"  {name:18s} CPU median {statistics.median(cpus):5.1f} ms, wall median "
+                      f"{statistics.median(walls):5.1f} ms, p90 {pct(walls, 0.9):5.1f} ms")
+            ratio = (statistics.median(got["gpusat-tui status"][1])
+                     / statistics.median(got["python -c pass"][1]))
+            print(f"  status / python -c pass (CPU): {ratio:.2f}x (target <= 2x)")
         calls = fakes.tools["nvidia-smi"].calls()
         print(f"fake nvidia-smi started: {calls} times")
         writer.close()

@@ -17,26 +17,22 @@ import math
 import os
 import re
 import sys
-from collections.abc import Sequence
 
-from gpusat_tui.commands.options import (
-    CheckOptions,
-    CommandOptions,
-    DashboardOptions,
-    ExportOptions,
-    ReportOptions,
-    RunOptions,
-    StatusOptions,
-)
-from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.output import EXIT_INTERRUPTED, OutputFailed, guard_standard_fds, say
-from gpusat_tui.sources.options import (
-    DEFAULT_ENRICH_EVERY,
-    PollOptions,
-    RecordMode,
-    RecordOptions,
-    SourceOptions,
-)
+from gpusat_tui.text import clean
+
+# ``gpusat-tui status`` runs on every refresh of a status bar: its path (`_run_status`) imports
+# only argparse, the status command and the status file. Every other command's options
+# (dataclasses, and `sources`, whose package loads the pydantic model) are imported where they
+# are built.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from gpusat_tui.commands.options import CommandOptions
+    from gpusat_tui.commands.status_options import StatusOptions
+    from gpusat_tui.notify.options import NotifyOptions
+    from gpusat_tui.sources.options import PollOptions, RecordMode, RecordOptions
 
 
 def parse_tool_override(text: str) -> tuple[str, str]:
@@ -61,6 +57,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+def seconds_within(low: float, high: float) -> Callable[[str], float]:
+    """An option's seconds, finite and in [low, high] (``1e400`` is no number of seconds)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {clean(text, 40)!r}") from None
+        if not low <= value <= high:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"must be between {low:g} and {high:g} s, got {clean(text, 40)!r}")
+        return value
+
+    return parse
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -73,38 +85,58 @@ def positive_int(text: str) -> int:
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _AGE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+#: The longest duration any option takes (numbers in plain digits can reach 1e308 or inf).
+MAX_DURATION_S = 365 * 86400.0
 
 
 def byte_size(text: str) -> int:
     """``--record-max-size``: ``500M``, ``2G``, ``1048576`` (binary units; a trailing B is fine)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if not match:
-        raise argparse.ArgumentTypeError(f"expected a size like 500M or 2G, got {text!r}")
-    value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+        raise argparse.ArgumentTypeError(
+            f"expected a size like 500M or 2G, got {clean(text, 40)!r}")
+    size = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    if not size <= 1 << 60:
+        raise argparse.ArgumentTypeError(f"must be at most 1024P, got {clean(text, 40)!r}")
+    value = int(size)
     if value < 4096:
         raise argparse.ArgumentTypeError(f"a part must be at least 4K, got {text!r}")
     return value
 
 
-def duration(text: str) -> float:
-    """``--record-max-age``: ``90s``, ``30m``, ``6h``, ``1d`` (a bare number is seconds)."""
+def duration(text: str, max_s: float = MAX_DURATION_S, max_shown: str = "365d") -> float:
+    """``--record-max-age``: ``90s``, ``30m``, ``6h``, ``1d`` (a bare number is seconds), at
+    most ``max_s`` (plain digits reach 1e308 or inf)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text, re.IGNORECASE)
     if not match:
-        raise argparse.ArgumentTypeError(f"expected a duration like 30m, 6h or 1d, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 30m, 6h or 1d, got {clean(text, 40)!r}")
     value = float(match.group(1)) * _AGE_UNITS[match.group(2).lower()]
+    if not math.isfinite(value) or value > max_s:
+        raise argparse.ArgumentTypeError(f"must be at most {max_shown}, got {clean(text, 40)!r}")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 s, got {text!r}")
     return value
 
 
-def webhook_url(text: str) -> str:
-    """``--webhook``: an http(s) URL with a host."""
-    from urllib.parse import urlsplit
+#: The longest ``--notify-hold`` and ``--notify-every``: beyond a week nothing is ever told.
+MAX_NOTIFY_S = 7 * 86400.0
 
-    parts = urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
-    return text.strip()
+
+def notify_duration(text: str) -> float:
+    """``--notify-hold`` / ``--notify-every``: a `duration` of at most a week."""
+    return duration(text, MAX_NOTIFY_S, "7d")
+
+
+def webhook_url(text: str) -> str:
+    """``--webhook``: an http(s) URL with a host, printable ASCII (no escape sequence, CR or LF
+    can reach a request line or a terminal); its credentials never appear in a message."""
+    from gpusat_tui.notify.webhook import check_url
+
+    try:
+        return check_url(text.strip(" "))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_rotation_options(parser: argparse.ArgumentParser) -> None:
@@ -298,11 +330,11 @@ def _add_notify_options(
 ) -> None:
     """When the job's verdict turns (starving, stalled, fragmenting, straggler) and holds."""
     parser.add_argument(
-        "--notify-hold", type=duration, default=60.0, metavar="DURATION",
+        "--notify-hold", type=notify_duration, default=60.0, metavar="DURATION",
         help="notify once a turn (or the recovery) has held this long (default 1m)",
     )
     parser.add_argument(
-        "--notify-every", type=duration, default=600.0, metavar="DURATION",
+        "--notify-every", type=notify_duration, default=600.0, metavar="DURATION",
         help="at most one notification per this long (default 10m)",
     )
     if webhook:
@@ -332,7 +364,7 @@ def add_status_options(parser: argparse.ArgumentParser) -> None:
         "waybar: a JSON object (text, tooltip, class)",
     )
     parser.add_argument(
-        "--max-age", type=positive_float, default=None, metavar="SECONDS",
+        "--max-age", type=seconds_within(0.1, 86400.0), default=None, metavar="SECONDS",
         help="use a running monitor's figures up to this old (default: 3 of its polls, 5 s "
         "at least)",
     )
@@ -341,12 +373,18 @@ def add_status_options(parser: argparse.ArgumentParser) -> None:
         help="an exporter's /metrics to ask when no monitor of yours runs here (none: never)",
     )
     parser.add_argument(
-        "--poll", type=float, default=2.0, metavar="SECONDS",
+        "--poll", type=seconds_within(0.0, 60.0), default=2.0, metavar="SECONDS",
         help="with no monitor nor exporter, poll the tools this long (default 2; 0: never)",
     )
     parser.add_argument(
-        "--timeout", type=positive_float, default=5.0, metavar="SECONDS",
+        "--timeout", type=seconds_within(0.1, 300.0), default=5.0, metavar="SECONDS",
         help="hard limit on a poll of its own, discovery included (default 5)",
+    )
+    parser.add_argument(
+        "--job", default=None, metavar="JOB",
+        help="show this job only: its key (slurm:123, plain:4242), its name, or the PID of "
+        "the monitor watching it (default: the job of your tmux session's monitor, else the "
+        "one in the worst state, named when several are live)",
     )
     _add_polling_options(parser, suppress=True)
 
@@ -366,14 +404,19 @@ def _run_status(argv: list[str]) -> int:
 
 
 def _status_options(args: argparse.Namespace) -> StatusOptions:
+    from gpusat_tui.commands.status_options import StatusOptions
+
     return StatusOptions(
         format=args.format, max_age_s=args.max_age,
         exporter=None if args.exporter == "none" else args.exporter,
-        poll_s=args.poll, timeout_s=args.timeout, poll=_poll_options(args),
+        poll_s=args.poll, timeout_s=args.timeout, tools=dict(getattr(args, "tool", None) or []),
+        pids=tuple(getattr(args, "pid", None) or []), job=args.job,
     )
 
 
 def _notify_options(args: argparse.Namespace) -> NotifyOptions:
+    from gpusat_tui.notify.options import NotifyOptions
+
     return NotifyOptions(
         hold_s=getattr(args, "notify_hold", 60.0), every_s=getattr(args, "notify_every", 600.0),
         webhooks=tuple(getattr(args, "webhook", None) or ()),
@@ -417,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _poll_options(args: argparse.Namespace) -> PollOptions:
+    from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY, PollOptions
+
     return PollOptions(
         interval_s=getattr(args, "interval", None) or 1.0,
         tools=dict(getattr(args, "tool", None) or []),
@@ -427,6 +472,8 @@ def _poll_options(args: argparse.Namespace) -> PollOptions:
 
 def _record_options(args: argparse.Namespace, *, rotation: bool = True,
                     protect: Sequence[str] = ()) -> RecordOptions | None:
+    from gpusat_tui.sources.options import RecordOptions
+
     path = getattr(args, "record", None)
     if not path:
         return None
@@ -443,6 +490,15 @@ def parse(argv: Sequence[str] | None = None) -> CommandOptions:
 
     The only place that reads argparse's Namespace: options given before the sub-command apply
     to it too, and each command gets only the flags it honours."""
+    from gpusat_tui.commands.options import (
+        CheckOptions,
+        DashboardOptions,
+        ExportOptions,
+        ReportOptions,
+        RunOptions,
+    )
+    from gpusat_tui.sources.options import SourceOptions
+
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said with the sub-command's usage, not the top level's
@@ -498,6 +554,14 @@ def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["status"]:
         return _run_status(words[1:])
+    from gpusat_tui.commands.options import (
+        CheckOptions,
+        ExportOptions,
+        ReportOptions,
+        RunOptions,
+    )
+    from gpusat_tui.commands.status_options import StatusOptions
+
     options = parse(argv)
     if isinstance(options, CheckOptions):
         from gpusat_tui.commands.check import run_check

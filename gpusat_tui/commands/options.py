@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpusat_tui.commands.status_options import StatusOptions
 from gpusat_tui.notify.options import NotifyOptions
-from gpusat_tui.sources.options import PollOptions, SourceOptions
+from gpusat_tui.sources.options import SourceOptions
 
 View = Literal["auto", "overview", "card"]
-StatusFormat = Literal["tmux", "plain", "polybar", "waybar"]
 
 
 @dataclass(frozen=True)
@@ -47,22 +47,6 @@ class ExportOptions:
     #: Value of every series' ``host`` label; None: this machine's host name.
     host_label: str | None = None
     notify: NotifyOptions = field(default_factory=NotifyOptions)
-
-
-@dataclass(frozen=True)
-class StatusOptions:
-    """``gpusat-tui status``: one short line for a status bar."""
-
-    format: StatusFormat = "tmux"
-    #: A running monitor's figures count up to this old; None: 3 of its polls, 5 s at least.
-    max_age_s: float | None = None
-    #: An exporter's /metrics to ask when no monitor runs here; None: never.
-    exporter: str | None = "http://127.0.0.1:9478/metrics"
-    #: With neither, poll the tools this long (0: never).
-    poll_s: float = 2.0
-    #: Hard limit on a poll of its own, discovery included.
-    timeout_s: float = 5.0
-    poll: PollOptions = field(default_factory=PollOptions)
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,21 @@
 """``gpusat-tui status``: the job's verdict as one short line for a status bar.
 
 tmux runs it every few seconds (``set -g status-right '#(gpusat-tui status)'``), so the
-common path is a few small file reads: the status file a running dashboard or exporter leaves
-(`status_file`). Without one it asks a local exporter's ``/metrics`` (an exporter of another
-user or container), and only then polls the tools itself, under a hard time limit, caching the
-answer for `CACHE_FRESH_S` so that the next calls do not start the tools again. Never imports
-Textual; the rendering (`render`) is pure.
+common path is a few small file reads: the status files the caller's running dashboard or
+exporter leaves (`status_file`, trusted as `status_trust` says), one job chosen (`choose`).
+Without one it asks an exporter's ``/metrics`` (on this machine only one of the caller's), and
+only then polls the tools itself, under a hard time limit, caching the answer for
+`CACHE_FRESH_S` so that the next calls do not start the tools again. Never imports Textual;
+the rendering (`render`) is pure.
 
-Formats: ``tmux`` (colours in tmux's ``#[fg=...]``; ``#`` in text doubled), ``plain``,
-``polybar`` (``%{F#rrggbb}``) and ``waybar`` (one JSON object: text, tooltip, class). The exit
-status is 0 whenever a line was printed, including "no accelerator" (a status bar shows stdout
-and ignores the status).
+Formats, each escaping what its consumer interprets in the text: ``tmux`` (colours in tmux's
+``#[fg=...]``; ``#`` doubled), ``plain`` (escape sequences and controls removed, as
+everywhere), ``polybar`` (``%{F#rrggbb}``; a zero-width space inside any ``%{`` of the text,
+so no tag, a click action included, comes from a file: polybar has no escape for it) and
+``waybar`` (one JSON object: text, tooltip, class, percentage; text and tooltip are Pango
+markup, so ``&``, ``<`` and ``>`` are escaped). Every figure is bounded first
+(`status_file.bounded`). The exit status is 0 whenever a line was printed, including "no
+accelerator" (a status bar shows stdout and ignores the status).
 """
 
 from __future__ import annotations
@@ -20,16 +25,18 @@ import json
 import os
 import time
 
-from gpusat_tui.commands.options import StatusOptions
+from gpusat_tui.commands.status_options import StatusOptions
 from gpusat_tui.notify.status_file import (
     CACHE_NAME,
+    MAX_SINCE_S,
     JobStatus,
     StatusFileWriter,
-    read_fresh,
+    bounded,
+    read_all,
 )
 from gpusat_tui.text import clean
 
-__all__ = ["CACHE_FRESH_S", "FORMATS", "render", "run_status", "status_from_metrics"]
+__all__ = ["CACHE_FRESH_S", "FORMATS", "choose", "render", "run_status", "status_from_metrics"]
 
 FORMATS = ("tmux", "plain", "polybar", "waybar")
 DEFAULT_EXPORTER = "http://127.0.0.1:9478/metrics"
@@ -65,7 +72,7 @@ def bar(util_pct: float | None) -> str:
 
 
 def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
+    seconds = min(max(0.0, seconds), MAX_SINCE_S)
     if seconds < 60:
         return f"{seconds:.0f}s"
     if seconds < 3600:
@@ -80,8 +87,9 @@ def _cards(cards: tuple[str, ...]) -> str:
     return clean(cards[0], 24) + more
 
 
-def words(status: JobStatus | None, now: float) -> tuple[str, str]:
-    """(colour key, plain text) of the line: ``GPU ▮▮▯▯ STARVING 41% wait``."""
+def words(status: JobStatus | None, now: float, jobs: int = 1) -> tuple[str, str]:
+    """(colour key, plain text) of the line: ``GPU ▮▮▯▯ STARVING 41% wait``; with ``jobs``
+    live, whose it is: ``... · train.py 1/2``."""
     if status is None:
         return "none", "GPU –"
     kind = status.kind if status.kind in WORDS else "unknown"
@@ -100,24 +108,72 @@ def words(status: JobStatus | None, now: float) -> tuple[str, str]:
     elif kind == "fragmenting":
         detail = _cards(status.lagging)
     parts = ["GPU", bar(status.util_pct), word, detail]
+    if jobs > 1:
+        whose = status.job_name or status.job or f"PID {status.pid}"
+        parts.append(f"· {clean(whose, 24)} 1/{jobs}")
     return kind, " ".join(p for p in parts if p)
 
 
-def render(status: JobStatus | None, fmt: str, now: float | None = None) -> str:
-    """The status line in one of `FORMATS` (pure)."""
+def polybar_escape(text: str) -> str:
+    """Polybar parses every ``%{`` as a tag and has no escape for it (``%%`` is two percent
+    signs, then the tag: its parser's source), so a zero-width space goes between the two."""
+    return text.replace("%{", "%\u200b{")
+
+
+def markup_escape(text: str) -> str:
+    """Pango markup (waybar): the three characters it interprets."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render(status: JobStatus | None, fmt: str, now: float | None = None, jobs: int = 1) -> str:
+    """The status line in one of `FORMATS` (pure); ``jobs``: how many are live (`choose`)."""
     now = time.time() if now is None else now
-    kind, text = words(status, now)
+    status = bounded(status, now) if status is not None else None
+    kind, text = words(status, now, jobs)
     if fmt == "tmux":
         return f"#[fg={TMUX_COLOURS[kind]}]{text.replace('#', '##')}#[default]"
     if fmt == "polybar":
-        return f"%{{F{HEX_COLOURS[kind]}}}{text}%{{F-}}"
+        return f"%{{F{HEX_COLOURS[kind]}}}{polybar_escape(text)}%{{F-}}"
     if fmt == "waybar":
         tooltip = clean(status.headline, 300) if status and status.headline else text
-        doc: dict[str, object] = {"text": text, "tooltip": tooltip, "class": kind}
+        doc: dict[str, object] = {"text": markup_escape(text),
+                                  "tooltip": markup_escape(tooltip), "class": kind}
         if status is not None and status.util_pct is not None:
             doc["percentage"] = round(status.util_pct)
         return json.dumps(doc, ensure_ascii=False)
     return text
+
+
+#: Which job the badge shows when it cannot tell whose is the caller's: the worst first.
+SEVERITY = ("stalled", "starving", "imbalanced", "fragmenting", "unknown", "idle", "saturated")
+
+
+def choose(statuses: list[JobStatus], job: str | None = None,
+           tmux: str | None = None) -> tuple[JobStatus | None, int]:
+    """The status the badge shows, and how many jobs are live (pure).
+
+    ``job`` (``--job``) keeps that job only (its key, its name or its monitor's PID). Else the
+    monitors started in the caller's tmux server win where there are any: ``$TMUX`` is
+    ``socket,server pid,session``, and a status-bar command gets session -1 (tmux 3.3), so
+    only the server can be told. One status per job (the newest: ``statuses`` come
+    newest first); monitors that see no job count only where none sees one. Of several jobs
+    the one in the worst state is shown (ties by key: the same one on every call)."""
+    if job is not None:
+        statuses = [s for s in statuses if job in (s.job, s.job_name, str(s.pid))]
+    elif tmux:
+        server = tmux.rpartition(",")[0]
+        statuses = [s for s in statuses if s.tmux and s.tmux.rpartition(",")[0] == server] \
+            or statuses
+    per_job: dict[str | None, JobStatus] = {}
+    for status in statuses:
+        per_job.setdefault(status.job, status)
+    if len(per_job) > 1:
+        per_job.pop(None, None)
+    if not per_job:
+        return None, 0
+    rank = {kind: i for i, kind in enumerate(SEVERITY)}
+    shown = min(per_job.values(), key=lambda s: (rank.get(s.kind, len(SEVERITY)), s.job or ""))
+    return shown, len(per_job)
 
 
 # --- from an exporter's /metrics ------------------------------------------------------------
@@ -157,8 +213,22 @@ def status_from_metrics(text: str) -> JobStatus | None:
 
 
 def from_exporter(url: str, timeout_s: float) -> JobStatus | None:
+    """The status an exporter serves; None without one, or when it listens on this machine
+    under another user's uid (`status_trust.local_listener_is_mine`)."""
     import urllib.error
+    import urllib.parse
     import urllib.request
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if parts.hostname in ("localhost", "::1") or (parts.hostname or "").startswith("127."):
+        from gpusat_tui.notify.status_trust import local_listener_is_mine
+
+        if local_listener_is_mine(port) is False:
+            return None
 
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as answer:
@@ -198,8 +268,8 @@ def quick_poll(options: StatusOptions) -> JobStatus | None:
     watchdog.start()
     try:
         interval = min(0.5, options.poll_s)
-        source = LiveSource(interval=interval, overrides=dict(options.poll.tools),
-                            pids=list(options.poll.pids))
+        source = LiveSource(interval=interval, overrides=dict(options.tools),
+                            pids=list(options.pids))
         try:
             source.discover()
         except ToolMissing:
@@ -230,10 +300,14 @@ def run_status(options: StatusOptions) -> int:
     """Entry point of ``gpusat-tui status``."""
     from gpusat_tui.output import emit
 
-    status = read_fresh(max_age_s=options.max_age_s)
+    status, jobs = choose(read_all(max_age_s=options.max_age_s), options.job,
+                          os.environ.get("TMUX") or None)
     if status is None and options.exporter is not None:
-        status = from_exporter(options.exporter, timeout_s=min(0.5, options.timeout_s))
+        status, jobs = choose(
+            [s for s in [from_exporter(options.exporter, timeout_s=min(0.5, options.timeout_s))]
+             if s is not None], options.job)
     if status is None and options.poll_s > 0:
-        status = quick_poll(options)
-    emit(render(status, options.format))
+        polled = quick_poll(options)
+        status, jobs = choose([polled] if polled is not None else [], options.job)
+    emit(render(status, options.format, jobs=jobs))
     return 0

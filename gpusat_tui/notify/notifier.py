@@ -17,7 +17,7 @@ from gpusat_tui.notify.message import body, headline, payload
 from gpusat_tui.notify.options import NotifyOptions
 from gpusat_tui.notify.status_file import JobStatus, StatusFileWriter, summarise
 from gpusat_tui.notify.terminal import in_tmux, sequences
-from gpusat_tui.notify.webhook import Delivery, WebhookSender
+from gpusat_tui.notify.webhook import EXIT_WAIT_S, Delivery, WebhookSender, close_all
 from gpusat_tui.text import clean
 
 __all__ = ["Notifier", "detail_of", "job_gone", "notifier_from_options", "publish_poll"]
@@ -59,6 +59,7 @@ class Notifier:
         webhooks: Sequence[tuple[WebhookSender, str]] = (),
         terminal: Callable[[str], None] | None = None, terminal_mode: str = "off",
         lines: Callable[[str, dict[str, Any]], None] | None = None, tmux: bool | None = None,
+        prog: str = "gpusat-tui",
     ) -> None:
         self.watcher = TurnWatcher(policy)
         self.host = host
@@ -69,6 +70,9 @@ class Notifier:
         self.lines = lines
         self.tmux = in_tmux() if tmux is None else tmux
         self.sent: list[Notice] = []
+        self.prog = prog
+        #: Notices the webhooks were left with at `close`.
+        self.unsent = 0
 
     def observe(self, t: float, status: JobStatus, *, gone: bool = False) -> list[Notice]:
         """Fold in one poll's status; ``gone``: the job ended (`job_gone`), whatever the
@@ -88,10 +92,13 @@ class Notifier:
             self.sent.append(notice)
         return notices
 
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Let the webhooks send what is queued, for at most ``timeout_s`` in all."""
-        for sender, _fmt in self.webhooks:
-            sender.close(timeout_s / max(1, len(self.webhooks)))
+    def close(self, timeout_s: float = EXIT_WAIT_S) -> None:
+        """Let the webhooks send what is queued, for at most ``timeout_s`` in all; says on
+        stderr (one line) how many notices were left unsent (`unsent`)."""
+        self.unsent = close_all([sender for sender, _fmt in self.webhooks], timeout_s)
+        if self.unsent:
+            print(f"{self.prog}: {self.unsent} webhook notice(s) not sent: no answer within "
+                  f"{timeout_s:g} s of stopping", file=sys.stderr, flush=True)
 
 
 def _say_failure(prog: str) -> Callable[[Delivery], None]:
@@ -116,4 +123,4 @@ def notifier_from_options(
     fmt = options.webhook_format
     senders = [(WebhookSender(url, on_result=_say_failure(prog)), fmt) for url in urls]
     return Notifier(policy, host=host, source=source, webhooks=senders, terminal=terminal,
-                    terminal_mode=mode, lines=lines)
+                    terminal_mode=mode, lines=lines, prog=prog)

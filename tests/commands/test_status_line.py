@@ -101,9 +101,10 @@ def test_a_writer_leaves_a_versioned_file_that_status_reads(probe_dir: Path) -> 
     got = read_fresh()
     assert got == JobStatus("starving", "input-bound", since=frame.t, util_pct=50.0,
                             data_wait_pct=41.0, cards=2, lagging=(),
-                            headline="the loop waits for data", t=frame.t, writer="dashboard")
+                            headline="the loop waits for data", t=frame.t, writer="dashboard",
+                            pid=os.getpid())
     assert got == written.__class__(**{**{n: getattr(written, n) for n in written.__slots__},
-                                       "writer": "dashboard"})
+                                       "writer": "dashboard", "pid": os.getpid()})
     writer.close()
     assert read_fresh() is None and not Path(writer.path).exists()
 

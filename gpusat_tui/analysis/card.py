@@ -21,6 +21,7 @@ from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
+from gpusat_tui.analysis.outside_words import outside_words
 from gpusat_tui.analysis.probe_words import frozen_lines
 from gpusat_tui.analysis.stall import Stall
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -365,9 +366,11 @@ def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> V
     else:
         first = (f"stalled for {span}: {f.label} at or below {pct(th.idle_util_pct)} in every "
                  f"poll while the card holds its VRAM{mem}")
+    out_why, out_advice = outside_words(found.outside) if not found.frozen else ([], [])
     why = [
         first,
         *frozen_lines(found.frozen),
+        *out_why,
         *_nothing_moves(found),
         power_line,
         f"a stall is called after {duration(th.stall_min_s)} of this: a pause between epochs "
@@ -376,6 +379,7 @@ def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> V
     if found.trainer_states and set(found.trainer_states) & {"stopped", "tracing-stop"}:
         why.insert(1, "the trainer is stopped (state T)")
     advice = stalled_advice(f.vendor, found.trainer_pids, found.trainer_states)
+    advice[1:1] = out_advice
     if found.stuck_io:
         advice.insert(0, "A process waits on storage and writes nothing: a checkpoint or log "
                          "write stuck on storage (a hung network file system, a full disk). "

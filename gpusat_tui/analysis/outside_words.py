@@ -1,0 +1,66 @@
+"""What a stalled verdict says of the stacks read from outside (py-spy), and of none read.
+
+Where each trainer stands reads as a probe's would ("rank 0 has waited 42 s in
+torch.distributed.all_reduce (train.py:88)", `probe_words.frozen_lines`), labelled as sampled
+from outside. A dump that could not be taken says why and what allows it: the tool is not
+installed (the extra that brings it), or the kernel refused to let it read the process
+(ptrace: Yama's ``ptrace_scope``, a container without ``CAP_SYS_PTRACE``). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpusat_tui.analysis.outside_stack import OutsideStack
+from gpusat_tui.analysis.probe_words import frozen_lines
+from gpusat_tui.text import clean
+
+__all__ = ["PYSPY_EXTRA", "outside_words"]
+
+#: How to install py-spy with gpusat-tui (the optional extra in pyproject.toml).
+PYSPY_EXTRA = "pip install 'gpusat-tui[pyspy]'"
+
+
+def _ago(seconds: float) -> str:
+    return "just now" if seconds < 1.5 else f"{seconds:.0f} s ago"
+
+
+def _pids(stacks: Sequence[OutsideStack]) -> str:
+    return ", ".join(str(s.pid) for s in stacks[:4]) + (", ..." if len(stacks) > 4 else "")
+
+
+def outside_words(stacks: Sequence[OutsideStack]) -> tuple[list[str], list[str]]:
+    """``(why lines, advice lines)`` for the outside dumps of a stall's trainers."""
+    placed = [s for s in stacks if s.error is None]
+    why: list[str] = []
+    advice: list[str] = []
+    if placed:
+        located = frozen_lines(placed)
+        for i, line in enumerate(located[:len(placed)]):
+            s = placed[i]
+            located[i] = (f"{line} (sampled from outside by {clean(s.tool, 20)} "
+                          f"{_ago(s.age_s)}: no probe in this trainer)")
+        why += located
+    missing = [s for s in stacks if s.error == "missing"]
+    denied = [s for s in stacks if s.error == "denied"]
+    failed = [s for s in stacks if s.error == "failed"]
+    if missing and not placed:
+        advice.append(
+            f"Install py-spy to see where the trainer waits without restarting it: "
+            f"{PYSPY_EXTRA} (the dashboard then reads its stack from outside when it stalls); "
+            "or start the job under gpusat-tui run, whose probe samples it all the time"
+        )
+    if denied:
+        tool = clean(denied[0].tool, 20)
+        why.append(f"{tool} could not read the stack of PID {_pids(denied)}: the kernel refused "
+                   f"ptrace ({clean(denied[0].message or 'permission denied', 160)})")
+        advice.append(
+            f"Let {tool} read the trainer: run gpusat-tui as the trainer's user or as root; "
+            "where Yama restricts ptrace, sysctl kernel.yama.ptrace_scope=0 (as root; 1 allows "
+            "only a process's parents); in a container, start it with --cap-add SYS_PTRACE "
+            "(Kubernetes: securityContext.capabilities.add: [SYS_PTRACE])"
+        )
+    if failed:
+        why.append(f"{clean(failed[0].tool, 20)} could not read the stack of PID "
+                   f"{_pids(failed)}: {clean(failed[0].message or 'it failed', 160)}")
+    return why, advice

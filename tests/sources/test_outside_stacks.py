@@ -60,18 +60,32 @@ def test_an_older_py_spy_without_json_is_read_as_text(tmp_path: Path) -> None:
         f"sys.stdout.write({text!r})\n"
     ))
     stacks = OutsideStacks(clock=lambda: 50.0, path=path)
-    samples = asyncio.run(stacks.attach([trainer(757, 0.0)], (), 0.0))
-    assert samples[0].stack_dump is None  # not quiet long enough yet
-    samples = asyncio.run(stacks.attach([trainer(757, 0.0)], (), QUIET_S))
-    dump = samples[0].stack_dump
+
+    async def polls() -> list[ProcessSample | None]:
+        seen = []
+        for now in (0.0, QUIET_S, QUIET_S + 1, QUIET_S + 2):
+            [sample] = stacks.attach([trainer(757, 0.0)], (), now)
+            seen.append(sample)
+            await stacks.wait()  # a poll never waits for the dump: the next one gets it
+        await stacks.dump(757)
+        return seen
+
+    quiet, started, first, carried = [s.stack_dump for s in asyncio.run(polls())]
+    assert quiet is None  # not quiet long enough yet
+    assert started is None  # the dump runs in the background
+    dump = first
     assert dump is not None and dump.error is None and dump.t == 50.0
     assert [f.function for f in dump.frames] == ["<module>", "train_step", "all_reduce"]
     # the dump is carried on later polls, and --json is not tried again
-    again = asyncio.run(stacks.attach([trainer(757, 0.0)], (), QUIET_S + 1))
-    assert again[0].stack_dump == dump
-    asyncio.run(stacks.dump(757))
+    assert carried == dump
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls == ["dump --pid 757 --json", "dump --pid 757", "dump --pid 757"]
+
+
+def test_a_stopped_trainer_is_not_dumped() -> None:
+    stacks = OutsideStacks(clock=time.time)
+    stopped = ProcessSample(pid=9, role="trainer", name="python", cpu_pct=0.0, state="stopped")
+    assert [stacks.wanted([stopped], (), t) for t in (0.0, QUIET_S, 2 * QUIET_S)] == [[]] * 3
 
 
 def test_without_py_spy_the_dump_says_it_is_missing(tmp_path: Path) -> None:

@@ -234,7 +234,7 @@ class LiveSource:
                                   kind="process")
                     )
                 else:
-                    samples = await self._outside.attach(
+                    samples = self._outside.attach(
                         report.processes, {p.pid for p in probes}, t
                     )
                     jobs = add_probe_cards(list(getattr(report, "jobs", None) or []), probes)
@@ -281,11 +281,13 @@ class LiveSource:
         finally:
             self._closed = True
             self._stop_streams()
+            self._outside.cancel()
 
     async def aclose(self) -> None:
         """Stop polling; a poll in flight is cancelled, which kills and reaps its tools."""
         self._closed = True
         self._stop_streams()
+        self._outside.cancel()
         inflight = self._inflight
         if inflight is not None and not inflight.done():
             inflight.cancel()

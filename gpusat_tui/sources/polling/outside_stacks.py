@@ -5,7 +5,9 @@ A trainer not started under ``gpusat-tui run`` has no sampler inside it; when it
 there when the verdict says stalled) or pegged (at or above the trainer's pegged line), one
 ``py-spy dump --pid`` says where its main thread stands (`collectors.py_spy` reads it). At most
 one dump per trainer in `DUMP_EVERY_S`; each runs like every tool call (`procs.run_tool`: no
-shell, a timeout, its process group killed), concurrently for several trainers.
+shell, a timeout, its process group killed) in the background: a poll never waits for one, and
+the dump goes on the first poll after it ends. A stopped trainer (state T: Ctrl-Z, a debugger)
+is not dumped: ptrace would wait on it, and the verdict says it is stopped.
 
 What a dump costs: py-spy pauses the target while it reads its stacks (a few ms; a stalled
 trainer loses nothing, a pegged one a few ms a minute) and ~10-30 ms of CPU for py-spy itself.
@@ -37,6 +39,8 @@ DUMP_EVERY_S = 60.0
 QUIET_S = Thresholds().stall_min_s / 2
 #: A dump that takes longer is killed (py-spy reads a 30-frame stack in milliseconds).
 DUMP_TIMEOUT_S = 5.0
+#: psutil states in which a trainer is not dumped (ptrace would wait on a stopped one).
+_NOT_DUMPED = frozenset({"stopped", "tracing-stop", "zombie", "dead"})
 #: Output beyond this is not a stack dump (a 100-thread JSON dump is ~300 KiB).
 _CAP_BYTES = 2 << 20
 
@@ -61,6 +65,8 @@ class OutsideStacks:
         self._quiet_since: dict[int, float] = {}
         self._tried: dict[int, float] = {}
         self._dumps: dict[int, StackDump] = {}
+        #: Dumps running now, by PID.
+        self._running: dict[int, asyncio.Task[StackDump]] = {}
 
     def executable(self) -> str | None:
         """py-spy's path, looked for once; None when missing or turned off."""
@@ -85,7 +91,7 @@ class OutsideStacks:
             if s.role != "trainer" or s.pid in probed:
                 continue
             seen.add(s.pid)
-            if s.cpu_pct is None:
+            if s.cpu_pct is None or s.state in _NOT_DUMPED:
                 continue
             if s.cpu_pct <= self.th.stall_cpu_pct:
                 self._quiet_since.setdefault(s.pid, now)
@@ -99,19 +105,37 @@ class OutsideStacks:
         for table in (self._quiet_since, self._tried, self._dumps):
             for pid in [p for p in table if p not in seen]:
                 del table[pid]  # gone: its PID may come back as another process
+        for pid in [p for p in self._running if p not in seen]:
+            self._running.pop(pid).cancel()
         return out
 
-    async def attach(self, samples: Sequence[ProcessSample], probed: Collection[int],
-                     now: float) -> list[ProcessSample]:
-        """``samples`` with each trainer's newest dump, dumping those `wanted` now."""
-        pids = self.wanted(samples, probed, now)
-        if pids:
-            dumps = await asyncio.gather(*(self.dump(pid) for pid in pids))
-            self._dumps.update(zip(pids, dumps, strict=True))
+    def attach(self, samples: Sequence[ProcessSample], probed: Collection[int],
+               now: float) -> list[ProcessSample]:
+        """``samples`` with each trainer's newest finished dump; starts those `wanted` now
+        (on the running event loop)."""
+        for pid, task in list(self._running.items()):
+            if task.done():
+                del self._running[pid]
+                if not task.cancelled() and task.exception() is None:
+                    self._dumps[pid] = task.result()
+        for pid in self.wanted(samples, probed, now):
+            if pid not in self._running:
+                self._running[pid] = asyncio.ensure_future(self.dump(pid))
         if not self._dumps:
             return list(samples)
         return [s.model_copy(update={"stack_dump": self._dumps[s.pid]})
                 if s.role == "trainer" and s.pid in self._dumps else s for s in samples]
+
+    async def wait(self) -> None:
+        """Until the dumps running now have ended (tests; `attach` never waits)."""
+        if self._running:
+            await asyncio.wait(list(self._running.values()))
+
+    def cancel(self) -> None:
+        """Stop the dumps running now (their py-spy is killed and reaped: `run_tool`)."""
+        for task in self._running.values():
+            task.cancel()
+        self._running.clear()
 
     async def dump(self, pid: int) -> StackDump:
         """One dump of ``pid``'s stacks; never raises (a failure is a dump with ``error``)."""

@@ -21,7 +21,7 @@ from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
-from gpusat_tui.analysis.outside_words import outside_words
+from gpusat_tui.analysis.outside_words import busy_lines, outside_words, tied_dumps
 from gpusat_tui.analysis.probe_words import frozen_lines
 from gpusat_tui.analysis.stall import Stall
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -108,7 +108,13 @@ def judge_card(
         return unknown_verdict(why, advice), None
     stalled = (lambda: stall(card_id, th)) if stall is not None else None
     meas = measured(card_id) if measured is not None else None
-    return decide(figs, th, lambda: evidence(card_id), stalled, meas), figs
+    verdict = decide(figs, th, lambda: evidence(card_id), stalled, meas)
+    if verdict.cause == "host-bound" and meas is None and words:
+        # where the pegged trainer stood, read from outside (py-spy), where it was
+        busy = busy_lines(tied_dumps(facts, card_id))
+        if busy:
+            verdict = verdict.model_copy(update={"why": [*verdict.why, *busy]})
+    return verdict, figs
 
 
 def decide(

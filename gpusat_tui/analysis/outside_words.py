@@ -10,12 +10,16 @@ installed (the extra that brings it), or the kernel refused to let it read the p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpusat_tui.analysis.facts import FrameFacts
 
 from gpusat_tui.analysis.outside_stack import OutsideStack
-from gpusat_tui.analysis.probe_words import frozen_lines
+from gpusat_tui.analysis.probe_words import frozen_lines, place_words
 from gpusat_tui.text import clean
 
-__all__ = ["PYSPY_EXTRA", "outside_words"]
+__all__ = ["PYSPY_EXTRA", "busy_lines", "outside_words", "tied_dumps"]
 
 #: How to install py-spy with gpusat-tui (the optional extra in pyproject.toml).
 PYSPY_EXTRA = "pip install 'gpusat-tui[pyspy]'"
@@ -64,3 +68,37 @@ def outside_words(stacks: Sequence[OutsideStack]) -> tuple[list[str], list[str]]
         why.append(f"{clean(failed[0].tool, 20)} could not read the stack of PID "
                    f"{_pids(failed)}: {clean(failed[0].message or 'it failed', 160)}")
     return why, advice
+
+
+def tied_dumps(facts: Sequence[FrameFacts], card_id: str) -> list[OutsideStack]:
+    """The outside dumps of the trainers that drive ``card_id`` at the window's newest poll
+    (listed on it; the only trainer where none is listed on a card), taken within the window."""
+    if not facts:
+        return []
+    newest, start = facts[-1], facts[0].t
+    trainers = [p for p in newest.procs if p.is_trainer]
+    tied = [p for p in trainers if card_id in p.card_ids]
+    if not tied and len(trainers) == 1 and not trainers[0].card_ids:
+        tied = trainers
+    out = []
+    for p in tied:
+        dump = p.dump
+        if (dump is None or not isinstance(p.pid, int) or newest.t is None
+                or (start is not None and dump.t < start)):
+            continue
+        out.append(OutsideStack.of(p.pid, p.rank, dump, newest.t))
+    return out
+
+
+def busy_lines(stacks: Sequence[OutsideStack]) -> list[str]:
+    """Where pegged trainers with no probe stood when read from outside: "the trainer (PID 7)
+    was in json.dumps (train.py:40) when sampled from outside by py-spy 12 s ago"."""
+    lines = []
+    for s in stacks:
+        if s.error is not None:
+            continue
+        who = f"rank {s.rank}" if s.rank is not None else f"the trainer (PID {s.pid})"
+        lines.append(f"{who} was {place_words(s.stack_where, s.stack_line)} when sampled from "
+                     f"outside by {clean(s.tool, 20)} {_ago(s.age_s)} (one dump: where it "
+                     "stood then, not a share of its time)")
+    return lines

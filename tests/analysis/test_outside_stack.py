@@ -92,3 +92,30 @@ def test_a_dump_is_additive_to_the_recording_format() -> None:
     old = frame.model_dump(mode="json")
     del old["processes"][0]["stack_dump"]
     assert Frame.model_validate(old).processes[0].stack_dump is None
+
+
+def test_a_pegged_unprobed_trainer_says_where_it_stood_when_host_bound() -> None:
+    """A card at 40 % beside a trainer pegged at 99 % with no workers: host-bound, and the
+    dump read from outside says where the trainer stood."""
+    stack = (
+        CodeLine(function="<module>", file="/home/u/train.py", line=120),
+        CodeLine(function="log_metrics", file="/home/u/train.py", line=40),
+        CodeLine(module="json.encoder", function="JSONEncoder.encode",
+                 file="/usr/lib/python3.11/json/encoder.py", line=200),
+    )
+    dump = StackDump(t=T0 + 30.0, thread="MainThread", frames=stack)
+
+    def busy_window(with_dump: StackDump | None) -> list[Frame]:
+        proc = ProcessSample(pid=100, role="trainer", name="python", cpu_pct=99.0,
+                             card_ids=["nvidia:0"], stack_dump=with_dump)
+        reading = card().model_copy(update={"util_pct": 40.0})
+        return [Frame(t=T0 + i, seq=i, cards=[reading], processes=[proc]) for i in range(N)]
+
+    v = judge(busy_window(dump)).cards["nvidia:0"]
+    assert (v.kind, v.cause) == ("starving", "host-bound"), v
+    assert ("the trainer (PID 100) was at train.py:40 when sampled from outside by py-spy "
+            "9 s ago (one dump: where it stood then, not a share of its time)") in v.why, v.why
+    plain = judge(busy_window(None)).cards["nvidia:0"]
+    assert not any("sampled from outside" in w for w in plain.why)
+    old = judge(busy_window(dump.model_copy(update={"t": T0 - 5.0}))).cards["nvidia:0"]
+    assert not any("sampled from outside" in w for w in old.why)  # older than the window

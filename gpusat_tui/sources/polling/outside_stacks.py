@@ -9,8 +9,9 @@ shell, a timeout, its process group killed) in the background: a poll never wait
 the dump goes on the first poll after it ends. A stopped trainer (state T: Ctrl-Z, a debugger)
 is not dumped: ptrace would wait on it, and the verdict says it is stopped.
 
-What a dump costs: py-spy pauses the target while it reads its stacks (a few ms; a stalled
-trainer loses nothing, a pegged one a few ms a minute) and ~10-30 ms of CPU for py-spy itself.
+What a dump costs (`benchmarks/bench_py_spy_dump.py`): py-spy pauses the target while it reads
+its stacks (a dump takes 10-50 ms of wall time, an upper bound; a stalled trainer loses
+nothing, a pegged one that once a minute) and ~8-9 ms of CPU for py-spy itself.
 py-spy is looked for in ``GPUSAT_PY_SPY`` (a path; ``off``: never dump), then on PATH (the
 tools' search path): a ``pip install 'gpusat-tui[pyspy]'`` puts it beside the interpreter,
 which is on PATH in an activated environment. Where it is missing, a trainer that would have

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.facts import FrameFacts
+    from gpusat_tui.model import StackDump
 
-from gpusat_tui.analysis.outside_stack import OutsideStack
+from gpusat_tui.analysis.outside_stack import OutsideStack, dump_place
 from gpusat_tui.analysis.probe_words import frozen_lines, place_words
 from gpusat_tui.text import clean
 
-__all__ = ["PYSPY_EXTRA", "busy_lines", "outside_words", "tied_dumps"]
+__all__ = ["PYSPY_EXTRA", "busy_lines", "dump_row", "outside_words", "tied_dumps"]
 
 #: How to install py-spy with gpusat-tui (the optional extra in pyproject.toml).
 PYSPY_EXTRA = "pip install 'gpusat-tui[pyspy]'"
@@ -102,3 +103,17 @@ def busy_lines(stacks: Sequence[OutsideStack]) -> list[str]:
                      f"outside by {clean(s.tool, 20)} {_ago(s.age_s)} (one dump: where it "
                      "stood then, not a share of its time)")
     return lines
+
+
+def dump_row(dump: StackDump) -> str | None:
+    """The process panel's line under a trainer with no probe: where its newest outside dump
+    found it ("sampled from outside by py-spy: in torch.distributed.all_reduce
+    (train.py:88)"), or that ptrace was refused; None for no stack (py-spy missing: the
+    stalled verdict's advice says what to install)."""
+    tool = clean(dump.tool, 20)
+    if dump.error == "denied":
+        return f"{tool} could not read its stack: ptrace refused (see the verdict's advice)"
+    place = dump_place(dump.frames) if dump.error is None else None
+    if place is None:
+        return None
+    return f"sampled from outside by {tool}: {place_words(place.where, place.line)}"

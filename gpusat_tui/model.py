@@ -250,9 +250,9 @@ class StackDump(_Model):
     t: float
     #: The thread read: the process's main thread (where a plain training loop runs).
     thread: str | None = None
-    #: Its frames, outermost first. ``module`` is worked out from the file's path (an installed
-    #: package's or the standard library's dotted name; empty for the user's own code), ``file``
-    #: is the path as the tool printed it (capped), ``samples`` 0.
+    #: Its frames, outermost first (the innermost 32). ``module`` is worked out from the file's
+    #: path (an installed package's or the standard library's dotted name; empty for the user's
+    #: own code), ``file`` is its base name (as in a probe's stack), ``samples`` 0.
     frames: tuple[CodeLine, ...] = ()
     #: Why there is no stack: one of `DUMP_ERRORS`; None for a stack.
     error: str | None = None

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpusat_tui.collectors.py_spy import is_user_file
+from gpusat_tui.collectors.py_spy import is_user_frame
 from gpusat_tui.model import CodeLine, StackDump
 from gpusat_tui.probe.phases import frame_phase, stack_phase
 
@@ -47,7 +47,7 @@ def dump_place(frames: Sequence[CodeLine]) -> DumpPlace | None:
         decided = inner[at]
         module = ".".join(decided.module.split(".")[:2])
         where = f"{module}.{decided.function}" if module else decided.function
-    user = next((f for f in inner if is_user_file(f.file)), None)
+    user = next((f for f in inner if is_user_frame(f)), None)
     line = f"{os.path.basename(user.file)}:{user.line}" if user is not None else None
     text = "|".join(f"{f.module}:{f.function.rsplit('.', 1)[-1]}:{f.line}" for f in inner)
     return DumpPlace(phase, where[:120] if where else None, line,

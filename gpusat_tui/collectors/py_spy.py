@@ -29,7 +29,7 @@ from gpusat_tui.model import CodeLine, StackDump
 __all__ = [
     "DumpedThread",
     "dump_failure",
-    "is_user_file",
+    "is_user_frame",
     "module_of",
     "parse_dump",
     "stack_dump",
@@ -37,8 +37,8 @@ __all__ = [
 
 #: Frames kept of a thread (its innermost ones), as the probe publishes at most.
 KEPT_FRAMES = 32
-#: Characters kept of a file path, a function name and a failure message.
-_FILE_CHARS, _NAME_CHARS, _MESSAGE_CHARS = 200, 80, 300
+#: Characters kept of a file's base name, a function name and a failure message.
+_FILE_CHARS, _NAME_CHARS, _MESSAGE_CHARS = 80, 80, 300
 
 _THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
 _FRAME = re.compile(r"^\s+(.+?) \((.+):(\d+)\)\s*$")
@@ -82,9 +82,14 @@ def module_of(path: str) -> str:
     return ".".join(p for p in parts if p)[:_NAME_CHARS]
 
 
-def is_user_file(path: str) -> bool:
-    """The user's own code: not the standard library, an installed package or a pseudo-file."""
-    return bool(path) and not path.startswith("<") and not module_of(path)
+def is_user_frame(frame: CodeLine) -> bool:
+    """A kept frame of the user's own code (its module, worked out from the full path when
+    it was read, is empty; `_frame` keeps only the file's base name)."""
+    return not frame.module and bool(frame.file) and not frame.file.startswith("<")
+
+
+def _base_name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _frame(function: Any, file: Any, line: Any) -> CodeLine | None:
@@ -93,7 +98,7 @@ def _frame(function: Any, file: Any, line: Any) -> CodeLine | None:
     if isinstance(line, bool) or not isinstance(line, int) or line < 0:
         line = 0
     return CodeLine(module=module_of(file), function=function[:_NAME_CHARS],
-                    file=file[-_FILE_CHARS:], line=line)
+                    file=_base_name(file)[-_FILE_CHARS:], line=line)
 
 
 def _json_threads(doc: Any) -> list[DumpedThread] | None:

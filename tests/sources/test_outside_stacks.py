@@ -78,6 +78,9 @@ def test_an_older_py_spy_without_json_is_read_as_text(tmp_path: Path) -> None:
     assert [f.function for f in dump.frames] == ["<module>", "train_step", "all_reduce"]
     # the dump is carried on later polls, and --json is not tried again
     assert carried == dump
+    # ...until it is older than a dump taken since would be (the trainer works again)
+    [working] = stacks.attach([trainer(757, 50.0)], (), dump.t + 1.5 * DUMP_EVERY_S + 1)
+    assert working.stack_dump is None
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls == ["dump --pid 757 --json", "dump --pid 757", "dump --pid 757"]
 

@@ -40,6 +40,9 @@ DUMP_EVERY_S = 60.0
 QUIET_S = Thresholds().stall_min_s / 2
 #: A dump that takes longer is killed (py-spy reads a 30-frame stack in milliseconds).
 DUMP_TIMEOUT_S = 5.0
+#: A dump is carried on a trainer's samples this long (a trainer still stalled or pegged has a
+#: newer one by then).
+_KEPT_S = 1.5 * DUMP_EVERY_S
 #: psutil states in which a trainer is not dumped (ptrace would wait on a stopped one).
 _NOT_DUMPED = frozenset({"stopped", "tracing-stop", "zombie", "dead"})
 #: Output beyond this is not a stack dump (a 100-thread JSON dump is ~300 KiB).
@@ -122,6 +125,8 @@ class OutsideStacks:
         for pid in self.wanted(samples, probed, now):
             if pid not in self._running:
                 self._running[pid] = asyncio.ensure_future(self.dump(pid))
+        for pid in [p for p, d in self._dumps.items() if now - d.t > _KEPT_S]:
+            del self._dumps[pid]  # no longer stalled or pegged: not where it stands now
         if not self._dumps:
             return list(samples)
         return [s.model_copy(update={"stack_dump": self._dumps[s.pid]})

@@ -34,6 +34,9 @@ def test_quiet_or_pegged_trainers_without_a_probe_are_dumped_once_a_minute() -> 
     assert stacks.wanted(procs, {4}, DUMP_EVERY_S - 1) == []
     assert stacks.wanted(procs, {4}, DUMP_EVERY_S) == [2]
     assert stacks.wanted(procs, {4}, DUMP_EVERY_S + QUIET_S) == [1]
+    # a poll that lists no process forgets nothing
+    assert stacks.wanted([], (), DUMP_EVERY_S + QUIET_S + 1) == []
+    assert stacks.wanted(procs, {4}, DUMP_EVERY_S + QUIET_S + 2) == []
     # work ends the quiet: a new quiet spell counts from its start
     busy = [trainer(1, 50.0)]
     assert stacks.wanted(busy, (), 200.0) == []

@@ -43,6 +43,8 @@ DUMP_TIMEOUT_S = 5.0
 #: A dump is carried on a trainer's samples this long (a trainer still stalled or pegged has a
 #: newer one by then).
 _KEPT_S = 1.5 * DUMP_EVERY_S
+#: A trainer not listed for this long is forgotten (gone, or probed now).
+_FORGET_S = 30.0
 #: psutil states in which a trainer is not dumped (ptrace would wait on a stopped one).
 _NOT_DUMPED = frozenset({"stopped", "tracing-stop", "zombie", "dead"})
 #: Output beyond this is not a stack dump (a 100-thread JSON dump is ~300 KiB).
@@ -69,6 +71,8 @@ class OutsideStacks:
         self._quiet_since: dict[int, float] = {}
         self._tried: dict[int, float] = {}
         self._dumps: dict[int, StackDump] = {}
+        #: When each trainer was last listed.
+        self._seen: dict[int, float] = {}
         #: Dumps running now, by PID.
         self._running: dict[int, asyncio.Task[StackDump]] = {}
 
@@ -90,11 +94,10 @@ class OutsideStacks:
         """The trainers to dump at ``now`` (counted as dumped then): no probe, quiet for
         `QUIET_S` or pegged, and not dumped in the last `DUMP_EVERY_S`."""
         out = []
-        seen = set()
         for s in samples:
             if s.role != "trainer" or s.pid in probed:
                 continue
-            seen.add(s.pid)
+            self._seen[s.pid] = now
             if s.cpu_pct is None or s.state in _NOT_DUMPED:
                 continue
             if s.cpu_pct <= self.th.stall_cpu_pct:
@@ -106,11 +109,15 @@ class OutsideStacks:
             if (quiet or pegged) and now - self._tried.get(s.pid, -DUMP_EVERY_S) >= DUMP_EVERY_S:
                 out.append(s.pid)
                 self._tried[s.pid] = now
-        for table in (self._quiet_since, self._tried, self._dumps):
-            for pid in [p for p in table if p not in seen]:
-                del table[pid]  # gone: its PID may come back as another process
-        for pid in [p for p in self._running if p not in seen]:
-            self._running.pop(pid).cancel()
+        # Gone (or probed now): forgotten once unseen for a while (a poll between two process
+        # scans may list no process at all); its PID may come back as another process.
+        for pid in [p for p, t in self._seen.items() if now - t > _FORGET_S]:
+            del self._seen[pid]
+            for table in (self._quiet_since, self._tried, self._dumps):
+                table.pop(pid, None)
+            task = self._running.pop(pid, None)
+            if task is not None:
+                task.cancel()
         return out
 
     def attach(self, samples: Sequence[ProcessSample], probed: Collection[int],

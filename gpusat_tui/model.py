@@ -218,6 +218,55 @@ class CardProcess(_Model):
     mem_used_mib: float | None = None
 
 
+class CodeLine(_Model):
+    """A line of code in a trainer's stack, as the probe's stack sampler read it."""
+
+    #: The module (``__name__`` of its globals: ``__main__`` for the script) and the function
+    #: (qualified: ``Model.forward``); empty where the probe gave none.
+    module: str = ""
+    function: str = ""
+    #: The file as the code names it (a path for a user line, a base name in a stack).
+    file: str = ""
+    line: int = 0
+    #: Samples there (a user line's cumulative count; 0 in a stack).
+    samples: int = 0
+
+
+#: Why an outside stack dump has no stack (`StackDump.error`): the tool is not installed, the
+#: kernel refused to let it read the process (ptrace: Yama ``ptrace_scope``, a container
+#: without ``CAP_SYS_PTRACE``), or it ran and failed (a timeout, a process that is not Python,
+#: one that ended, output it could not read).
+DUMP_ERRORS: tuple[str, ...] = ("missing", "denied", "failed")
+
+
+class StackDump(_Model):
+    """The training thread's stack as a tool read it from outside the process (``py-spy dump
+    --pid``): for a trainer with no probe (not started under ``gpusat-tui run``) that looks
+    stalled or pegged. One dump, not a sample over time: it says where the thread stood then.
+    Additive to the recording format (``ProcessSample.stack_dump``)."""
+
+    #: The tool that read it, and the Unix time it did.
+    tool: str = "py-spy"
+    t: float
+    #: The thread read: the process's main thread (where a plain training loop runs).
+    thread: str | None = None
+    #: Its frames, outermost first (the innermost 32). ``module`` is worked out from the file's
+    #: path (an installed package's or the standard library's dotted name; empty for the user's
+    #: own code), ``file`` is its base name (as in a probe's stack), ``samples`` 0.
+    frames: tuple[CodeLine, ...] = ()
+    #: Why there is no stack: one of `DUMP_ERRORS`; None for a stack.
+    error: str | None = None
+    #: The tool's own words on failure, cut short (uncleaned: shown through `text.clean`).
+    message: str | None = None
+
+    @field_validator("t", mode="before")
+    @classmethod
+    def _time(cls, value: float) -> float:
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"t must be a Unix time in seconds, got {value!r}")
+        return float(value)
+
+
 class ProcessSample(_Model):
     """CPU figures of one training process or DataLoader worker, from psutil."""
 
@@ -262,6 +311,9 @@ class ProcessSample(_Model):
     #: no quota is set or none could be read.
     cpu_quota_cores: float | None = None
     cpu_throttled_pct: float | None = None
+    #: Addition, trainers without a probe only: the newest stack dump read from outside
+    #: (`StackDump`), carried on every poll after it was taken; None where none was taken.
+    stack_dump: StackDump | None = None
 
     @field_validator(
         "cpu_pct", "pin_cpu_pct", "run_delay_pct", "rchar_per_s", "wchar_per_s",
@@ -291,20 +343,6 @@ class ProbeAlloc(_Model):
     alloc_retries: int | None = None
     #: Cumulative out-of-memory errors (``num_ooms``).
     ooms: int | None = None
-
-
-class CodeLine(_Model):
-    """A line of code in a trainer's stack, as the probe's stack sampler read it."""
-
-    #: The module (``__name__`` of its globals: ``__main__`` for the script) and the function
-    #: (qualified: ``Model.forward``); empty where the probe gave none.
-    module: str = ""
-    function: str = ""
-    #: The file as the code names it (a path for a user line, a base name in a stack).
-    file: str = ""
-    line: int = 0
-    #: Samples there (a user line's cumulative count; 0 in a stack).
-    samples: int = 0
 
 
 class ProbeSample(_Model):

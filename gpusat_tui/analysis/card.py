@@ -21,6 +21,7 @@ from gpusat_tui.analysis.causes import starving_cause
 from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
+from gpusat_tui.analysis.outside_words import busy_lines, outside_words, tied_dumps
 from gpusat_tui.analysis.probe_words import frozen_lines
 from gpusat_tui.analysis.stall import Stall
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -107,7 +108,13 @@ def judge_card(
         return unknown_verdict(why, advice), None
     stalled = (lambda: stall(card_id, th)) if stall is not None else None
     meas = measured(card_id) if measured is not None else None
-    return decide(figs, th, lambda: evidence(card_id), stalled, meas), figs
+    verdict = decide(figs, th, lambda: evidence(card_id), stalled, meas)
+    if verdict.cause == "host-bound" and meas is None and words:
+        # where the pegged trainer stood, read from outside (py-spy), where it was
+        busy = busy_lines(tied_dumps(facts, card_id))
+        if busy:
+            verdict = verdict.model_copy(update={"why": [*verdict.why, *busy]})
+    return verdict, figs
 
 
 def decide(
@@ -365,9 +372,11 @@ def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> V
     else:
         first = (f"stalled for {span}: {f.label} at or below {pct(th.idle_util_pct)} in every "
                  f"poll while the card holds its VRAM{mem}")
+    out_why, out_advice = outside_words(found.outside) if not found.frozen else ([], [])
     why = [
         first,
         *frozen_lines(found.frozen),
+        *out_why,
         *_nothing_moves(found),
         power_line,
         f"a stall is called after {duration(th.stall_min_s)} of this: a pause between epochs "
@@ -376,6 +385,7 @@ def _stalled(f: CardFigures, th: Thresholds, found: Stall, power_line: str) -> V
     if found.trainer_states and set(found.trainer_states) & {"stopped", "tracing-stop"}:
         why.insert(1, "the trainer is stopped (state T)")
     advice = stalled_advice(f.vendor, found.trainer_pids, found.trainer_states)
+    advice[1:1] = out_advice
     if found.stuck_io:
         advice.insert(0, "A process waits on storage and writes nothing: a checkpoint or log "
                          "write stuck on storage (a hung network file system, a full disk). "

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
-from gpusat_tui.model import LIMITING, Frame, ProcessSample, split_reasons
+from gpusat_tui.model import LIMITING, Frame, ProcessSample, StackDump, split_reasons
 
 __all__ = [
     "CardFacts",
@@ -82,6 +82,8 @@ class ProcFacts(NamedTuple):
     #: (`ProcessSample.cpu_quota_cores`, ``cpu_throttled_pct``); None: no quota read.
     quota_cores: float | None = None
     throttled_pct: float | None = None
+    #: Trainer only, without a probe: the newest stack dump read from outside (py-spy).
+    dump: StackDump | None = None
 
     @property
     def has_counters(self) -> bool:
@@ -269,7 +271,7 @@ class FrameFacts:
 assert ProcFacts._fields == (
     "pid", "is_trainer", "is_worker", "trainer_pid", "card_ids", "cpu", "pin", "state",
     "run_delay", "rchar", "wchar", "syscalls", "switches", "world_size", "rank", "threads_cpu",
-    "busy_threads", "quota_cores", "throttled_pct",
+    "busy_threads", "quota_cores", "throttled_pct", "dump",
 ), "frame_facts builds ProcFacts positionally, in this order"
 
 
@@ -311,6 +313,7 @@ def frame_facts(frame: Frame) -> FrameFacts:
                 _count(getattr(proc, "busy_threads", None)),  # busy_threads
                 num(getattr(proc, "cpu_quota_cores", None)),  # quota_cores
                 num(getattr(proc, "cpu_throttled_pct", None)),  # throttled_pct
+                _dump(getattr(proc, "stack_dump", None)),  # dump
             )
         )
     iowait = host_cpu = None
@@ -386,6 +389,10 @@ def _readings(frame: Frame) -> tuple[tuple[str, bool], ...]:
         if cid is not None:
             out.append((cid, getattr(card, "stale_s", None) is None))
     return tuple(out)
+
+
+def _dump(value: object) -> StackDump | None:
+    return value if isinstance(value, StackDump) else None
 
 
 def _count(value: object) -> int | None:

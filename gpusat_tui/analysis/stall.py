@@ -13,10 +13,11 @@ stalled job's polls are read again by every window on every poll.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, clean_median
+from gpusat_tui.analysis.outside_stack import OutsideStack
 from gpusat_tui.analysis.progress import poll_progress, probe_batches
 from gpusat_tui.analysis.stack_stall import Frozen, frozen_stack
 from gpusat_tui.analysis.thresholds import Thresholds
@@ -24,6 +25,7 @@ from gpusat_tui.analysis.thresholds import Thresholds
 if TYPE_CHECKING:
     from gpusat_tui.analysis.evidence import ProcessTie
     from gpusat_tui.analysis.measured import ProbeFacts
+    from gpusat_tui.model import StackDump
 
 __all__ = ["Stall", "StallPoll", "stall_lines", "stall_run"]
 
@@ -63,6 +65,9 @@ class Stall:
     #: Other threads read and wrote (the counters moved) while the training thread stood
     #: still: a heartbeat, a logger or a watchdog, not progress.
     busy_threads: bool = False
+    #: Trainers with no probe whose stack was dumped from outside during the stall (py-spy),
+    #: or whose dump failed (``error``: the tool missing, ptrace refused), PID order.
+    outside: tuple[OutsideStack, ...] = ()
 
 
 class StallPoll(NamedTuple):
@@ -89,6 +94,8 @@ class StallPoll(NamedTuple):
     frozen: Frozen | None = None
     #: The counters moved, but the training thread's stack did not: other threads' work.
     busy_threads: bool = False
+    #: The tied trainers' newest stack dumps read from outside: (PID, rank, dump).
+    dumps: tuple[tuple[int, int | None, StackDump], ...] = ()
 
 
 #: A poll with the trainer tied but no CPU figures yet.
@@ -188,6 +195,8 @@ def _stall_poll(
         blip=blip,
         frozen=frozen,
         busy_threads=bool(moving) and frozen is not None,
+        dumps=tuple((p.pid, p.rank, p.dump) for p in trainers
+                    if p.dump is not None and isinstance(p.pid, int)) if frozen is None else (),
     )
 
 
@@ -264,4 +273,24 @@ def stall_run(
         frozen_polls=frozen_polls,
         frozen=newest.probes if newest is not None else (),
         busy_threads=any(p.busy_threads for p in run),
+        outside=_outside(run[0], first_t, last_t, seconds),
     )
+
+
+#: A dump this much older than the stall's first poll was taken before it (where the thread
+#: stood while it still worked): not shown. Polls and dumps are not taken at one instant.
+_DUMP_SLACK_S = 2.0
+
+
+def _outside(
+    newest: StallPoll, first_t: float, last_t: float, seconds: float
+) -> tuple[OutsideStack, ...]:
+    """The newest poll's outside dumps that tell where the stall stands (taken during it),
+    and the failed ones (which say why there is none)."""
+    out = []
+    for pid, rank, dump in newest.dumps:
+        if dump.error is None and dump.t < first_t - _DUMP_SLACK_S:
+            continue
+        found = OutsideStack.of(pid, rank, dump, last_t)
+        out.append(replace(found, stack_still_s=seconds) if found.error is None else found)
+    return tuple(out)

@@ -36,6 +36,7 @@ from gpusat_tui.commands.check_schema import (
     CheckEnergy,
     CheckError,
     CheckJob,
+    CheckOutsideStack,
     CheckProbe,
     CheckProbeRun,
     CheckProcess,
@@ -52,6 +53,7 @@ from gpusat_tui.model import (
     JobContext,
     ProbeSample,
     ProcessRole,
+    StackDump,
     Verdict,
     split_reasons,
 )
@@ -261,6 +263,7 @@ class _ProcAcc:
     )
     world_size: int | None = None
     rank: int | None = None
+    stack_dump: StackDump | None = None
 
 
 
@@ -311,6 +314,8 @@ class CheckBuilder:
                 stats.add(getattr(proc, name))
             if proc.world_size is not None or proc.rank is not None:
                 pacc.world_size, pacc.rank = proc.world_size, proc.rank
+            if proc.stack_dump is not None:
+                pacc.stack_dump = proc.stack_dump
             for card_id in proc.card_ids:
                 if card_id not in pacc.card_ids:
                     pacc.card_ids.append(card_id)
@@ -397,6 +402,7 @@ class CheckBuilder:
                 **{name: Stats(**stats.as_dict())
                    for name, stats in zip(_PROGRESS, p.progress, strict=True)},
                 world_size=p.world_size, rank=p.rank,
+                stack_dump=CheckOutsideStack.of(p.stack_dump) if p.stack_dump is not None else None,
             )
             for p in self._procs.values()
         ]

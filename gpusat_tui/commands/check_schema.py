@@ -10,7 +10,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures
-from gpusat_tui.model import SCHEMA_VERSION, ProcessRole
+from gpusat_tui.analysis.outside_stack import dump_place
+from gpusat_tui.model import SCHEMA_VERSION, ProcessRole, StackDump
+from gpusat_tui.text import clean
 
 __all__ = [
     "CheckAlloc",
@@ -18,6 +20,7 @@ __all__ = [
     "CheckEnergy",
     "CheckError",
     "CheckJob",
+    "CheckOutsideStack",
     "CheckProbe",
     "CheckProbeRun",
     "CheckProcess",
@@ -219,6 +222,38 @@ class CheckProbe(CheckShape):
     stack: CheckStack | None = None
 
 
+class CheckOutsideStack(CheckShape):
+    """Addition: a trainer with no probe, its newest stack dump read from outside (py-spy)
+    when it looked stalled or pegged: where its main thread stood then, or why none was read."""
+
+    tool: str
+    #: Unix time of the dump.
+    t: float
+    #: Its phase, the framework function that decided it ("torch.distributed.all_reduce"),
+    #: its innermost user line ("train.py:88"), as a probe's `CheckStack`.
+    phase: str | None = None
+    where: str | None = None
+    line: str | None = None
+    #: Its frames, outermost first: "module.function (file:line)".
+    frames: list[str] = []
+    #: Why there is no stack: "missing" (py-spy not installed), "denied" (ptrace refused),
+    #: "failed"; and the tool's words.
+    error: str | None = None
+    message: str | None = None
+
+    @classmethod
+    def of(cls, dump: StackDump) -> CheckOutsideStack:
+        place = dump_place(dump.frames)
+        return cls(
+            tool=clean(dump.tool, 20), t=dump.t,
+            phase=place.phase if place else None, where=place.where if place else None,
+            line=place.line if place else None,
+            frames=[clean(f"{f.module + '.' if f.module else ''}{f.function} "
+                          f"({f.file}:{f.line})", 320) for f in dump.frames],
+            error=dump.error, message=clean(dump.message, 300) if dump.message else None,
+        )
+
+
 class CheckProcess(CheckShape):
     pid: int
     role: ProcessRole
@@ -247,6 +282,9 @@ class CheckProcess(CheckShape):
     #: share of its quota periods throttled, percent (null: no quota set or read).
     cpu_quota_cores: Stats = Stats()
     cpu_throttled_pct: Stats = Stats()
+    #: Addition, trainers with no probe: the newest stack dump read from outside; null when
+    #: none was taken.
+    stack_dump: CheckOutsideStack | None = None
 
 
 class CheckError(CheckShape):

@@ -386,8 +386,10 @@ def test_check_json_field_names_are_pinned() -> None:
         "pid", "role", "name", "cpu_pct", "card_ids", "probe", "job", "rchar_per_s",
         "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s", "world_size", "rank",
         "other_threads_cpu_pct", "busy_threads", "cpu_quota_cores", "cpu_throttled_pct",
+        "stack_dump",
     ]
     assert data["processes"][0]["probe"] is None  # no probe: null (additive)
+    assert data["processes"][0]["stack_dump"] is None  # no dump taken: null (additive)
     assert list(data["errors"][0]) == ["tool", "message", "count", "kind"]
     assert CheckReport.model_validate(data).samples == 1
 

@@ -37,8 +37,9 @@ RECORDING_V1_FIELDS = {
         "pid", "role", "name", "cpu_pct", "state", "trainer_pid", "card_ids", "pin_cpu_pct",
         "num_threads", "run_delay_pct", "rchar_per_s", "wchar_per_s", "syscalls_per_s",
         "ctx_switches_per_s", "world_size", "rank", "other_threads_cpu_pct", "busy_threads",
-        "cpu_quota_cores", "cpu_throttled_pct",
+        "cpu_quota_cores", "cpu_throttled_pct", "stack_dump",
     },
+    model.StackDump: {"tool", "t", "thread", "frames", "error", "message"},
     model.HostSample: {"cpu_pct", "iowait_pct", "cpu_count"},
     model.ProbeSample: {
         "pid", "rank", "local_rank", "world_size", "device_index", "card_id", "tie",

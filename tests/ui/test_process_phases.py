@@ -49,3 +49,20 @@ def test_a_still_stack_says_where_and_the_window_decides_the_shares() -> None:
     assert "now in torch.distributed.all_reduce (train.py:88), not moved for 42 s" in text
     alone = process_text([TRAINER], probes=[late]).plain
     assert "data 50% · communication 50%" in alone, alone
+
+
+def test_an_unprobed_trainer_shows_where_its_outside_dump_found_it() -> None:
+    from gpusat_tui.model import StackDump
+
+    site = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+    frames = (CodeLine(function="main", file="/home/u/train.py", line=88),
+              CodeLine(module="torch.distributed.distributed_c10d", function="all_reduce",
+                       file=site, line=2806))
+    dumped = TRAINER.model_copy(update={"stack_dump": StackDump(t=1.0, frames=frames)})
+    text = process_text([dumped]).plain
+    assert ("sampled from outside by py-spy: in torch.distributed.all_reduce (train.py:88)"
+            in text), text
+    denied = TRAINER.model_copy(update={"stack_dump": StackDump(t=1.0, error="denied")})
+    assert "py-spy could not read its stack: ptrace refused" in process_text([denied]).plain
+    missing = TRAINER.model_copy(update={"stack_dump": StackDump(t=1.0, error="missing")})
+    assert process_text([missing]).plain == process_text([TRAINER]).plain

@@ -6,8 +6,9 @@ and decides what a failure means for its cards (the group's next tool, stale car
 back-off of a tool that keeps hanging), `sources.tool_queries` asks one tool and reads its
 answer, and `sources.procs` runs each child process (never a shell). This module polls all the
 groups concurrently on a fixed schedule, adds the process monitor's and the probe files'
-figures, and turns each poll into a `Frame`. Nothing a tool does can crash the monitor or leave
-a process behind:
+figures (and, for a trainer with no probe that looks stalled or pegged, a stack dump read from
+outside: `sources.outside_stacks`), and turns each poll into a `Frame`. Nothing a tool does
+can crash the monitor or leave a process behind:
 
 * every call runs in its own session, and on a timeout, on close or on cancellation the
   *whole process group* is killed and reaped (`sources.procs.run_tool`);
@@ -46,6 +47,7 @@ from gpusat_tui.model import (
     ToolError,
 )
 from gpusat_tui.sources.options import DEFAULT_ENRICH_EVERY
+from gpusat_tui.sources.polling.outside_stacks import OutsideStacks
 from gpusat_tui.sources.polling.tool_discovery import find_tools, missing_tool_message
 from gpusat_tui.sources.polling.tool_poll import ToolPoller
 from gpusat_tui.sources.polling.tool_queries import PollResult, ToolQueries, ToolState
@@ -125,6 +127,8 @@ class LiveSource:
         self._poller = ToolPoller(self._queries, clock, self.versions)
         self._inflight: asyncio.Future[list[PollResult]] | None = None
         self._probes = ProbePoller()
+        #: Stack dumps of trainers with no probe (py-spy), when they look stalled or pegged.
+        self._outside = OutsideStacks(clock, path)
         #: Set by `use_probes_only`: where the tools were looked for (the no-tool message).
         self.no_tool: str | None = None
         #: Set by `use_probes_only` when no trainer published yet (it waits for one).
@@ -235,7 +239,9 @@ class LiveSource:
                                   kind="process")
                     )
                 else:
-                    samples = list(report.processes)
+                    samples = self._outside.attach(
+                        report.processes, {p.pid for p in probes}, t
+                    )
                     jobs = add_probe_cards(list(getattr(report, "jobs", None) or []), probes)
                     host = report.host
                     notes.extend(n for n in report.notes if n not in notes)
@@ -280,11 +286,13 @@ class LiveSource:
         finally:
             self._closed = True
             self._stop_streams()
+            self._outside.cancel()
 
     async def aclose(self) -> None:
         """Stop polling; a poll in flight is cancelled, which kills and reaps its tools."""
         self._closed = True
         self._stop_streams()
+        self._outside.cancel()
         inflight = self._inflight
         if inflight is not None and not inflight.done():
             inflight.cancel()

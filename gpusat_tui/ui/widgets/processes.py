@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from gpusat_tui.analysis.measured import sample_phase
+from gpusat_tui.analysis.outside_words import dump_row
 from gpusat_tui.analysis.probe_words import (
     NO_BATCH,
     allocator_detail,
@@ -242,6 +243,10 @@ def process_text(
                         style="bold")
             for line in stack_rows(measured, (ranks or {}).get(proc.pid)):
                 text.append(f"\n          {clean(line, 300)}")
+        elif proc.role == "trainer" and proc.stack_dump is not None:
+            dumped = dump_row(proc.stack_dump)
+            if dumped:
+                text.append(f"\n          {clean(dumped, 300)}", style="dim")
     if len(ordered) > max_rows:
         text.append(f"\n… {len(ordered) - max_rows} more")
     return text

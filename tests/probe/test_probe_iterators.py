@@ -10,6 +10,7 @@ next() call.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import sys
@@ -88,9 +89,15 @@ def test_data_wait_is_the_constructed_share(
     assert abs(share - truth) <= 5.0, (share, truth)
     assert abs(share - constructed) <= 5.0 or abs(truth - constructed) > 5.0, (
         share, truth, constructed)
-    per_batch = 1000.0 * (last["elapsed_s"] - first["elapsed_s"]) / (
-        last["batches"] - first["batches"])
-    assert last["step_ms"] == pytest.approx(per_batch, rel=0.5)
+    # The step time over the probe's last interval is one of the job's own batch periods
+    # (between the returns of consecutive next() calls, by its own clock) or their mean: on a
+    # loaded machine single periods stretch, so it is checked against the window's range of
+    # them, not against the window's mean.
+    returns = [out for _, out in marks if first["t"] - 2.0 <= out <= last["t"]]
+    periods = [1000.0 * (b - a) for a, b in itertools.pairwise(returns)]
+    assert periods, marks[-5:]
+    assert 0.9 * min(periods) <= last["step_ms"] <= 1.1 * max(periods), (
+        last["step_ms"], min(periods), max(periods))
 
 
 @pytest.mark.parametrize("framework", ["grain-dataset", "tf", "mindspore"])

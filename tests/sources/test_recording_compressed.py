@@ -21,6 +21,7 @@ import pytest
 import zstandard
 
 from gpusat_tui import cli
+from gpusat_tui.commands import option_values
 from gpusat_tui.commands.report import analyse
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import Frame
@@ -371,12 +372,12 @@ def test_follow_waits_for_a_new_part_to_have_its_header(
 
 
 def test_cli_sizes_and_durations() -> None:
-    assert cli.byte_size("500M") == 500 << 20
-    assert cli.byte_size("2GiB") == 2 << 30
-    assert cli.byte_size("8192") == 8192
-    assert cli.duration("90") == 90.0
-    assert cli.duration("6h") == 6 * 3600.0
-    assert cli.duration("1d") == 86400.0
+    assert option_values.byte_size("500M") == 500 << 20
+    assert option_values.byte_size("2GiB") == 2 << 30
+    assert option_values.byte_size("8192") == 8192
+    assert option_values.duration("90") == 90.0
+    assert option_values.duration("6h") == 6 * 3600.0
+    assert option_values.duration("1d") == 86400.0
 
 
 @pytest.mark.parametrize(

@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 """Make the bundled demo (gpusat_tui/data/demo.jsonl): a constructed session, one DDP job.
 
-The story (100 s, a poll every 2 s: a file of ~370 KiB, every figure of a poll kept): ``torchrun --nproc-per-node 2 train.py`` on a 32-core
-host with two H100s, rank ``r`` on card ``r``, each rank a DataLoader with 4 workers and the
-probe inside (``gpusat-tui run``). For the first 36 s both cards compute (util 92-99 %, 80-88 %
-of the power cap, data wait 1-3 %); then the run reaches the part of its dataset stored as
-full-resolution images: each sample costs ~6x the decoding, every worker is pegged, both
-ranks wait on their DataLoader 55-80 % of each poll, and the cards run only for the rest of
-it (util and power follow the same poll's wait). One figure decides the others each poll:
-the rank's data wait gives its step time, samples/s, stack phases and its card's duty cycle
-and power; the workers' CPU gives the host's.
+The story (100 s, a poll every 2 s: ~370 KiB with every field of a poll kept):
+``torchrun --nproc-per-node 2 train.py`` on a 32-core host with two H100s, rank ``r`` on card
+``r``, each rank a DataLoader with 4 workers and the probe inside (``gpusat-tui run``). For the
+first 36 s both cards compute (util 92-99 %, 80-88 % of the power cap, data wait 1-3 %); then
+the run reaches the part of its dataset stored as full-resolution images: each sample costs ~6x
+the decoding, every worker is pegged, both ranks wait on their DataLoader 55-80 % of each poll,
+and the cards run only for the rest of it. One figure decides the others each poll: the rank's
+data wait gives its step time, samples/s, stack phases and its card's duty cycle and power;
+the workers' CPU gives the host's.
 
 No machine at hand has two H100s and 32 cores, so the session is built, not observed (the
 banner says so). The card figures go through the real path: a fake ``nvidia-smi``
 (``tests/fakes``) prints them in its real format, poll by poll, and a real ``gpusat-tui check
 --record`` reads them. A fake tool cannot fake ``psutil`` or a probe file, so each recorded
 frame then gets the story's processes, host, probe figures and job (matched on ``seq``),
-loses the "PID ... is not visible" notes that the absent PIDs cause, and gets a fixed clock,
-so the file depends only on the figures here (the recording is checked against them).
+loses its notes (about the recording machine: the story's PIDs are not visible there, the fake
+has no loop mode, a process of that machine exited) and gets a fixed clock, so the file
+depends only on the figures here (the recorded cards are checked against them).
 
 Usage, from the repository root (takes ``--seconds`` plus a few seconds):
 
@@ -221,7 +222,7 @@ def record(out: Path, seconds: int, work: Path) -> None:
     # Polls past the run (a slow start) repeat the last step: leave room.
     steps = [Step(cards=tuple(cards(k)), processes=tuple(tool_processes(k)))
              for k in range(polls + 20)]
-    fakes.add_for_spec(SPECS[0], steps)
+    fakes.add_for_spec(SPECS[0], steps)  # one call a poll: step k is poll k
     probes = work / "probes"
     probes.mkdir(mode=0o700)
     env = fakes.env({"GPUSAT_PROBE_DIR": str(probes)})
@@ -240,6 +241,9 @@ def overlay(path: Path) -> int:
     recorded = list(reader)
     ranks = [Rank(r) for r in range(RANKS)]
     frames: list[Frame] = []
+    dropped = sorted({note for frame in recorded for note in frame.notes})
+    for note in dropped:
+        print(f"note dropped: {note}")
     for tick, frame in enumerate(recorded):
         if frame.seq != tick:
             sys.exit(f"poll {tick} missing from the recording (seq {frame.seq}): run it again")
@@ -253,7 +257,7 @@ def overlay(path: Path) -> int:
         frames.append(frame.model_copy(update={
             "t": T0 + tick * INTERVAL, "processes": procs, "host": host(tick, procs),
             "probes": [rank.advance(tick) for rank in ranks], "jobs": [JOB],
-            "notes": [n for n in frame.notes if "not visible" not in n],
+            "notes": [],
             "monitor_cpu_pct": round(rng(tick, 14).uniform(0.6, 1.4), 1),
         }))
     header = header.model_copy(update={"host": HOST, "started_at": T0})

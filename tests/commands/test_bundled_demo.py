@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.job import JOB_KEY
+from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.worker_advice import worker_direction
 from gpusat_tui.model import Assessment, Frame, ProbeSample
 from gpusat_tui.sources.build import DEMO_BANNER
@@ -117,8 +117,8 @@ def test_never_imbalanced_nor_a_straggler_at_any_poll(
 def test_computes_then_starves_on_its_input(judged: list[Assessment],
                                             frames: list[Frame]) -> None:
     """One turn: saturated, then starving (input-bound) to the end; never back and forth."""
-    story = []
-    for frame, assessment in zip(frames, judged, strict=True):
+    story: list[tuple[str, str | None]] = []
+    for assessment in judged:
         kind = (assessment.job.kind, assessment.job.cause)
         if not story or story[-1] != kind:
             story.append(kind)

@@ -26,7 +26,7 @@ from gpusat_tui.sources.recording.replay import ReplaySource, read_recording
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.tracking import default_tracker
 from gpusat_tui.ui.widgets.job_line import JobLine
-from tests.ui.conftest import settle
+from tests.ui.conftest import screen_text, settle
 
 DEMO = Path(str(files("gpusat_tui") / "data" / "demo.jsonl"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,6 +249,29 @@ async def test_the_job_line_quotes_its_own_ranks_wait(frames: list[Frame]) -> No
     low, high = int(match.group(1)), int(match.group(2) or match.group(1))
     assert (low, high) == (waits[0], waits[-1]), (line, waits)
     assert "(2 ranks)" in line and "STARVING" in line and "alice" in line
+
+
+async def test_card_1s_view_quotes_rank_1_only(frames: list[Frame]) -> None:
+    """Card 1 selected: its title, the process panel and its why all quote rank 1's data wait
+    over one span; rank 0's figure and "no probe" appear nowhere on the screen."""
+    app = GpusatApp(ReplaySource(DEMO, speed=64.0), tracker=default_tracker(), view="card",
+                    own_cpu=lambda: 0.1, banner=DEMO_BANNER)
+    last = frames[-1].seq
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq >= 2, timeout=60.0)
+        await pilot.press("right")
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == last,
+                     timeout=60.0)
+        assert app.selected == "nvidia:1"
+        text = screen_text(app)
+        why = app.assessment.cards["nvidia:1"].why
+    match = QUOTED_WAIT.search(why[0])
+    assert match is not None and int(match.group(3)) == 48214, why
+    pct, span = match.group(1), match.group(2)
+    shown = re.findall(r"wait (\d+) ?% over the last (\d+) s", text)
+    assert len(shown) >= 3, text  # title, panel summary, trainer row (and the why)
+    assert set(shown) == {(pct, span)}, (shown, why[0])
+    assert "rank 1" in text and "rank 0" not in text and "no probe" not in text
 
 
 def test_the_demo_shows_no_path_or_test_flag_of_ours() -> None:

@@ -44,7 +44,7 @@ from tests.scenarios import (  # noqa: E402
 )
 
 #: Output file -> (scenario, polls). The bundled demo (gpusat_tui/data/demo.jsonl, also
-#: samples/sessions/demo.jsonl) is made from a real run instead: tools/make_demo.py.
+#: samples/sessions/demo.jsonl) follows its own story instead: tools/make_demo.py.
 SESSIONS: dict[str, tuple[Scenario, int]] = {
     "samples/sessions/saturated.jsonl": (SCENARIOS["saturated_steady"], 60),
     "samples/sessions/starving.jsonl": (SCENARIOS["starving_input_bound"], 60),

@@ -21,9 +21,12 @@ if TYPE_CHECKING:
 #: The bundled demo session replayed by ``--fallback-demo`` (package data).
 DEMO_SESSION = Path(__file__).resolve().parent.parent / "data" / "demo.jsonl"
 
+#: The demo is built (tools/make_demo.py), not observed: no machine at hand fits its story, and
+#: the banner says so rather than pass it off as a recording of real hardware.
 DEMO_BANNER = (
-    "DEMO: no accelerator tool was found on this machine, so this is a replay of a recorded "
-    "demo session, not your hardware. Run without --fallback-demo to see what was searched."
+    "DEMO: no accelerator tool was found on this machine, so this replays a constructed session "
+    "(two H100s, one DDP job), not your hardware. Run without --fallback-demo to see what was "
+    "searched."
 )
 
 #: The banner of a live source with no accelerator tool, polling the host and probe files.

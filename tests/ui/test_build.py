@@ -96,7 +96,7 @@ def test_fallback_demo_replays_the_demo_and_says_so(
     monkeypatch.setattr(build_module, "DEMO_SESSION", demo)
     app = build_app(parse("--fallback-demo", "--record", str(tmp_path / "x.jsonl")))
     assert isinstance(app.source, ReplaySource)
-    assert app.banner is not None and "replay of a recorded demo session" in app.banner
+    assert app.banner is not None and "replays a constructed session" in app.banner
     assert not (tmp_path / "x.jsonl").exists()  # a demo is not recorded as if it were ours
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import functools
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
 
 __all__ = [
+    "FOLDS",
+    "SHARES",
     "EvidenceCache",
     "HostEvidence",
     "PollEvidence",
@@ -394,51 +396,74 @@ def _median_count(counts: Sequence[int]) -> int:
     return round(statistics.median(seen)) if seen else 0
 
 
+def _median_int(values: Sequence[int | None]) -> int | None:
+    seen = [n for n in values if n is not None]
+    return round(statistics.median(seen)) if seen else None
+
+
+def _largest(values: Sequence[int | None]) -> int | None:
+    seen = [n for n in values if n is not None]
+    return max(seen) if seen else None
+
+
+def _first(values: Sequence[int | None]) -> int | None:
+    return next((v for v in values if v is not None), None)
+
+
+Fold = Callable[[Sequence[Any]], Any]
+
+#: How each poll's figure (a `PollEvidence` field) becomes the window's (a `HostEvidence`
+#: field): one row per figure, run by `fold_evidence`. A figure added to `PollEvidence` needs
+#: its row here (tests/analysis/test_evidence_folds.py holds the three together).
+FOLDS: tuple[tuple[str, str, Fold], ...] = (
+    ("n_tied", "n_process_samples", sum),
+    ("foreign", "foreign_processes", any),
+    ("trainer_cpu", "trainer_cpu", clean_median),
+    ("pin_cpu", "pin_cpu", clean_median),
+    ("trainer_delay", "trainer_delay", clean_median),
+    ("n_workers", "n_workers", _median_count),
+    ("worker_cpu", "worker_cpu", clean_median),
+    ("worker_sum", "worker_sum", clean_median),
+    ("worker_delay", "worker_delay", clean_median),
+    ("worker_demand", "worker_demand", clean_median),
+    ("trainer_rchar", "trainer_rchar", clean_median),
+    ("trainer_wchar", "trainer_wchar", clean_median),
+    ("input_rchar", "input_rchar", clean_median),
+    ("input_switches", "input_switches", clean_median),
+    ("world_size", "world_size", _largest),
+    ("rank", "rank", _first),
+    ("n_trainers", "n_trainers", _median_count),
+    ("host_trainers", "host_trainers", _median_count),
+    ("host_workers", "host_workers", _median_count),
+    ("host_proc_cpu", "host_proc_cpu", clean_median),
+    ("threads_cpu", "trainer_threads_cpu", clean_median),
+    ("busy_threads", "trainer_busy_threads", _median_int),
+    ("quota_cores", "quota_cores", clean_median),
+    ("throttled_pct", "quota_throttled_pct", clean_median),
+)
+#: Shares over the window's samples, not medians: (part, whole, `HostEvidence` field).
+SHARES: tuple[tuple[str, str, str], ...] = (
+    ("d_states", "states", "dstate_frac"),
+    ("trainer_d_states", "trainer_states", "trainer_dstate_frac"),
+)
+
+
 def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) -> HostEvidence:
     """The window's `HostEvidence` from each poll's figures (``polls[i]`` of ``facts[i]``):
-    medians across polls, host figures from the frames."""
+    each figure folded across polls by its row of `FOLDS` and `SHARES`, host figures from the
+    frames."""
     ev = HostEvidence()
     if polls and not any(poll[0] for poll in polls):
         # No process tied to the card at any poll (a host without a trainer, or one seen
         # only through the tool): every process figure is missing, only `foreign` can be set.
         ev.foreign_processes = any(poll.foreign for poll in polls)
     elif polls:
-        (
-            n_tied, foreign, trainer_cpu, pin_cpu, trainer_delay, n_workers, worker_cpu,
-            worker_sum, worker_delay, worker_demand, states, d_states, t_states, t_d_states,
-            trainer_rchar, trainer_wchar, input_rchar, input_switches, world_size, rank,
-            n_trainers, host_trainers, host_workers, host_proc_cpu,
-            threads_cpu, busy_threads, quota_cores, throttled_pct,
-        ) = zip(*polls, strict=True)
-        ev.n_process_samples = sum(n_tied)
-        ev.foreign_processes = any(foreign)
-        ev.trainer_cpu = clean_median(trainer_cpu)
-        ev.pin_cpu = clean_median(pin_cpu)
-        counts = [n for n in n_workers if n]
-        ev.n_workers = round(statistics.median(counts)) if counts else 0
-        ev.worker_cpu = clean_median(worker_cpu)
-        ev.worker_sum = clean_median(worker_sum)
-        ev.dstate_frac = sum(d_states) / sum(states) if sum(states) else None
-        ev.worker_delay = clean_median(worker_delay)
-        ev.worker_demand = clean_median(worker_demand)
-        ev.trainer_delay = clean_median(trainer_delay)
-        ev.trainer_dstate_frac = sum(t_d_states) / sum(t_states) if sum(t_states) else None
-        ev.trainer_rchar = clean_median(trainer_rchar)
-        ev.trainer_wchar = clean_median(trainer_wchar)
-        ev.input_rchar = clean_median(input_rchar)
-        ev.input_switches = clean_median(input_switches)
-        sizes = [n for n in world_size if n is not None]
-        ev.world_size = max(sizes) if sizes else None
-        ev.rank = next((r for r in rank if r is not None), None)
-        ev.n_trainers = _median_count(n_trainers)
-        ev.host_trainers = _median_count(host_trainers)
-        ev.host_workers = _median_count(host_workers)
-        ev.host_proc_cpu = clean_median(host_proc_cpu)
-        ev.trainer_threads_cpu = clean_median(threads_cpu)
-        busy = [n for n in busy_threads if n is not None]
-        ev.trainer_busy_threads = round(statistics.median(busy)) if busy else None
-        ev.quota_cores = clean_median(quota_cores)
-        ev.quota_throttled_pct = clean_median(throttled_pct)
+        columns = dict(zip(PollEvidence._fields, zip(*polls, strict=True), strict=True))
+        for poll_field, ev_field, fold in FOLDS:
+            setattr(ev, ev_field, fold(columns[poll_field]))
+        for part, whole, ev_field in SHARES:
+            total = sum(columns[whole])
+            setattr(ev, ev_field, sum(columns[part]) / total if total else None)
     for ff in reversed(facts):
         if ff.cpu_count is not None:
             ev.cpu_count = ff.cpu_count

@@ -35,7 +35,7 @@ from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.text import clean
 from gpusat_tui.ui.fleet_state import FleetState
-from gpusat_tui.ui.followed_job import JobFollower
+from gpusat_tui.ui.followed_job import JobFollower, ended_panel_text
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
 from gpusat_tui.ui.state import DashboardState
@@ -43,6 +43,7 @@ from gpusat_tui.ui.tracking import Tracker, default_tracker
 from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
 from gpusat_tui.ui.widgets.fleet_list import FleetList, FleetSearch
 from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
+from gpusat_tui.ui.widgets.job_picker import JobPicker
 from gpusat_tui.ui.widgets.overview import (
     Block,
     CardGrid,
@@ -113,6 +114,7 @@ class GpusatApp(App[int]):
         Binding("o", "card_view", "One card"),
         Binding("enter", "open_card", "Open"),
         Binding("slash", "search", "Filter", key_display="/"),
+        Binding("j", "pick_job", "Jobs"),
         Binding("w,enter", "toggle_why", "Why"),
         Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
         Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
@@ -299,7 +301,7 @@ class GpusatApp(App[int]):
                     if self._generation is not None:
                         self.state.reset()
                         self.tracker.reset()
-                        self.follower = JobFollower(self.follower.pids)
+                        self.follower = JobFollower(self.follower.pids, self.follower.picked)
                     self._generation = generation
                 # History and verdicts first: a repaint may be dropped, a frame never is.
                 self.state.push(frame)
@@ -511,7 +513,10 @@ class GpusatApp(App[int]):
                 self.detail.show(card, verdicts.get(self.selected or ""), history,
                                  self._interval(), driving, card_energy, job_text=job_text,
                                  span_s=span)
-        if self.processes_box.display:
+        if self.processes_box.display and followed is not None and ended is not None:
+            # Other jobs' trainers under the ended job's line would read as its own.
+            self.processes.show_text(Text(ended_panel_text(followed, frame.jobs)))
+        elif self.processes_box.display:
             # The card view: the selected card's trainer(s); the overview: the whole host's.
             selected = None if self.overview else self.selected
             shown, shown_probes, tied = card_processes(list(frame.processes), probes, selected)
@@ -676,6 +681,8 @@ class GpusatApp(App[int]):
             return self.why_open and not self.overview
         if action == "search":
             return isinstance(self.card_list, FleetList)
+        if action == "pick_job":  # the fleet view's jobs are its filter's (``/``)
+            return not isinstance(self.card_list, FleetList)
         return self._is_replay or action not in _REPLAY_ACTIONS
 
     def action_card(self, step: int) -> None:
@@ -750,6 +757,20 @@ class GpusatApp(App[int]):
                 self._schedule_render()
 
         self.push_screen(FleetSearch(card_list.filter.text()), apply)
+
+    def action_pick_job(self) -> None:
+        """``j``: the jobs running now; the one chosen is followed from this frame on."""
+        frame = self.frame
+        jobs = list(frame.jobs) if frame is not None else []
+        followed = self.follower.job
+
+        def follow(key: str | None) -> None:
+            chosen = next((j for j in jobs if j.key == key), None)
+            if chosen is not None and frame is not None:
+                self.follower.follow(chosen, (self.frame or frame).t)
+                self._schedule_render()
+
+        self.push_screen(JobPicker(jobs, followed.key if followed else None), follow)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

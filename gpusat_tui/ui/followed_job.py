@@ -2,7 +2,8 @@
 
 While it runs, the job line names it alone; once it is gone, the line says so ("job alice:
 python train.py ended at 14:02 after 38 min; last verdict starving (input-bound)") and stays
-so: another job on the machine is never adopted by itself. A job counts as gone once it has
+so: another job on the machine is never adopted by itself; the user picks one (`follow`, the
+``j`` key's job picker). A job counts as gone once it has
 been missing from every poll for `GONE_POLLS` polls and `GONE_S` seconds (a deferred process
 scan leaves one poll without its jobs). Pure: frames and verdicts in, a line out.
 """
@@ -17,7 +18,7 @@ from gpusat_tui.analysis.wording import duration
 from gpusat_tui.host.scheduler.jobs import job_label
 from gpusat_tui.model import Frame, JobContext, Verdict
 
-__all__ = ["GONE_POLLS", "GONE_S", "FollowedJob", "JobFollower"]
+__all__ = ["GONE_POLLS", "GONE_S", "FollowedJob", "JobFollower", "ended_panel_text"]
 
 #: Polls and seconds a followed job must be missing before it is called ended.
 GONE_POLLS = 3
@@ -51,12 +52,24 @@ class FollowedJob:
 class JobFollower:
     """Chooses the job to follow and tells when it ended (see the module docstring)."""
 
-    def __init__(self, pids: Iterable[int] = ()) -> None:
+    def __init__(self, pids: Iterable[int] = (), picked: str | None = None) -> None:
+        """``picked``: the key of the job the user chose last (`follow`); it is chosen again
+        after a replay seek while it runs, before ``pids`` and the first job found."""
         self.pids = frozenset(pids)
+        self.picked = picked
         self.job: FollowedJob | None = None
         self._last_t: float | None = None
 
+    def follow(self, job: JobContext, t: float) -> FollowedJob:
+        """Follow ``job`` from the frame at ``t`` on (the user's choice), its history anew."""
+        self.picked = job.key
+        self.job = FollowedJob(job.key, job_label(job, 80), t, t)
+        return self.job
+
     def _choose(self, jobs: Sequence[JobContext]) -> JobContext | None:
+        picked = next((j for j in jobs if j.key == self.picked), None)
+        if picked is not None:
+            return picked
         if self.pids:
             return next((j for j in jobs if self.pids & set(j.pids)), None)
         return jobs[0] if jobs else None
@@ -98,3 +111,15 @@ class JobFollower:
         if self.job is None:
             return list(jobs)
         return [j for j in jobs if j.key == self.job.key]
+
+
+def ended_panel_text(job: FollowedJob, jobs: Sequence[JobContext]) -> str:
+    """The process panel once the followed job ended: that, and how many other jobs run (the
+    job picker lists them). Their trainers are not listed: under the ended job's line they
+    would read as its own."""
+    others = sum(1 for j in jobs if j.key != job.key)
+    line = job.ended_line() or f"job {job.label} ended"
+    if not others:
+        return f"{line}\nno other job on this host"
+    noun = "job runs" if others == 1 else "jobs run"
+    return f"{line}\n{others} other {noun} on this host: j picks one to follow"

@@ -9,7 +9,9 @@ change needs workers that stop burning part-way. This script does both, without 
   never spins, ``inf``: spins until the end); models "input-bound, then num_workers raised";
 * ``--stop-file PATH``: workers stop spinning as soon as PATH exists (a test touches it at the
   poll where its scenario changes, which a fixed ``--worker-burn-s`` cannot hit reliably);
-* ``--trainer-burn``: the trainer's main thread spins (a training loop doing Python work).
+* ``--trainer-burn``: the trainer's main thread spins (a training loop doing Python work);
+* ``--alternate-s S``: the workers and the trainer take turns, each turn 0.5 to ``S`` seconds
+  long (seeded): input-bound and host-bound evidence in runs of a few polls, as on a shared host.
 
 It prints the worker PIDs (space-separated) on one line once they exist. Everything exits after
 ``--max-s``, on SIGTERM, or (workers) as soon as the trainer is gone, so a crashed test leaves
@@ -19,7 +21,9 @@ nothing behind for long.
 from __future__ import annotations
 
 import argparse
+import bisect
 import os
+import random
 import sys
 import time
 
@@ -36,11 +40,33 @@ def spin(seconds: float) -> None:
         pass
 
 
-def worker(burn_s: float, deadline: float, parent: int, stop_file: str | None = None) -> None:
+def turns(alternate_s: float, start: float, seed: int = 7) -> list[float]:
+    """Ends of the turns (monotonic times) from ``start``: the workers burn in even turns,
+    the trainer in odd ones. The same seed gives every process of the tree the same turns."""
+    rng = random.Random(seed)
+    ends, t = [], start
+    for _ in range(int(3600 / 0.5)):
+        t += rng.uniform(0.5, max(alternate_s, 0.5))
+        ends.append(t)
+    return ends
+
+
+def workers_turn(ends: list[float], now: float) -> bool:
+    return bisect.bisect(ends, now) % 2 == 0
+
+
+def worker(burn_s: float, deadline: float, parent: int, stop_file: str | None = None,
+           ends: list[float] | None = None) -> None:
     """Spin for ``burn_s`` seconds (or until ``stop_file`` exists), then nap; end at
-    ``deadline`` or when the parent dies."""
+    ``deadline`` or when the parent dies. With ``ends`` (`turns`): spin in the workers' turns."""
     burn_until = time.monotonic() + burn_s
     while time.monotonic() < deadline and os.getppid() == parent:
+        if ends is not None:
+            if workers_turn(ends, time.monotonic()):
+                spin(SLICE_S)
+            else:
+                time.sleep(SLICE_S)
+            continue
         if stop_file is not None and burn_until > 0 and os.path.exists(stop_file):
             burn_until = 0.0
         if time.monotonic() < burn_until:
@@ -58,17 +84,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="workers stop spinning once this file exists")
     parser.add_argument("--trainer-burn", action="store_true",
                         help="the trainer's main thread spins")
+    parser.add_argument("--alternate-s", type=float, default=None, metavar="SECONDS",
+                        help="workers and trainer spin by turns of 0.5 to SECONDS each")
     parser.add_argument("--max-s", type=float, default=30.0)
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.max_s
+    ends = None if args.alternate_s is None else turns(args.alternate_s, time.monotonic())
     me = os.getpid()
     children = fork_workers(
-        args.workers, lambda: worker(args.worker_burn_s, deadline, me, args.stop_file)
+        args.workers, lambda: worker(args.worker_burn_s, deadline, me, args.stop_file, ends)
     )
     kill_workers_on_sigterm(children)
     say(" ".join(str(c) for c in children))
     while time.monotonic() < deadline:
-        if args.trainer_burn:
+        if args.trainer_burn or (ends is not None and not workers_turn(ends, time.monotonic())):
             spin(SLICE_S)
         else:
             time.sleep(SLICE_S * 4)

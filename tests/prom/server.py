@@ -35,9 +35,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def write_config(path: Path, targets: Mapping[str, Sequence[str]], scrape_interval: str) -> None:
-    """One scrape job per key; YAML is a superset of JSON, so json.dumps writes it."""
-    config = {
+def write_config(
+    path: Path, targets: Mapping[str, Sequence[str]], scrape_interval: str,
+    rule_files: Sequence[Path] = (),
+) -> None:
+    """One scrape job per key, the rules evaluated at the scrape interval; YAML is a superset
+    of JSON, so json.dumps writes it."""
+    config: dict[str, Any] = {
         "global": {"scrape_interval": scrape_interval, "scrape_timeout": scrape_interval,
                    "evaluation_interval": scrape_interval},
         "scrape_configs": [
@@ -45,6 +49,8 @@ def write_config(path: Path, targets: Mapping[str, Sequence[str]], scrape_interv
             for job, addrs in targets.items()
         ],
     }
+    if rule_files:
+        config["rule_files"] = [str(p) for p in rule_files]
     path.write_text(json.dumps(config, indent=1))
 
 
@@ -82,14 +88,15 @@ class PromServer:
 @contextlib.contextmanager
 def prometheus(
     workdir: Path, targets: Mapping[str, Sequence[str]], scrape_interval: str = "1s",
-    timeout: float = 30.0,
+    timeout: float = 30.0, rule_files: Sequence[Path] = (),
 ) -> Iterator[PromServer]:
-    """Start Prometheus scraping ``targets`` (job -> host:port list); stop it on exit."""
+    """Start Prometheus scraping ``targets`` (job -> host:port list) and evaluating
+    ``rule_files``; stop it on exit."""
     binary = prometheus_binary()
     assert binary is not None
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    write_config(config, targets, scrape_interval)
+    write_config(config, targets, scrape_interval, rule_files)
     log = workdir / "prometheus.log"
     for _attempt in range(3):  # the free port may be taken between the check and the bind
         port = free_port()

@@ -1,6 +1,8 @@
 """The dashboard follows one job: the one given with --pid, else the first found. When it ends,
 the job line says so (when, after how long, its last verdict) and another job that is still
-running is not adopted."""
+running is not adopted: the process panel says the job ended instead of listing the others'
+trainers, and ``j`` opens a picker of the jobs running now (Enter follows one, Escape keeps
+the followed)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import time
 from gpusat_tui.model import Frame, JobContext, ProcessSample, Verdict
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.followed_job import JobFollower
+from gpusat_tui.ui.widgets.job_picker import JobPicker
+from gpusat_tui.ui.widgets.screens import HELP
 from tests.ui.conftest import T0, FixedTracker, ListSource, card, screen_text, settle
 
 STARVING = Verdict(kind="starving", cause="input-bound", why=["data wait 61 %"])
@@ -76,3 +80,64 @@ async def test_the_dashboard_says_the_job_ended_and_does_not_adopt_another() -> 
     assert f"job alice: python train.py ended at {_ended_at(4)} after 4 min" in text
     assert "last verdict starving (input-bound)" in text
     assert "bob" not in text
+
+
+def _app(frames: list[Frame]) -> GpusatApp:
+    return GpusatApp(ListSource(frames), tracker=FixedTracker(job=STARVING, default=STARVING),  # type: ignore[arg-type]
+                     clock=lambda: T0, own_cpu=lambda: 0.4)
+
+
+def _job_line(app: GpusatApp) -> str:
+    return app.job_bar.full_text()
+
+
+async def test_j_lists_the_jobs_and_enter_follows_the_chosen_one() -> None:
+    app = _app([_frame(i, [MINE, OTHER]) for i in range(5)])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 4, timeout=30)
+        assert app.follower.job is not None and app.follower.job.key == MINE.key
+        assert "j Jobs" in screen_text(app)  # in the footer
+        await pilot.press("j")
+        await settle(pilot, lambda: isinstance(app.screen, JobPicker))
+        listed = screen_text(app)
+        assert "▸ plain:100  alice: python train.py  cards nvidia:0" in listed
+        assert "  plain:200  bob: python other.py  cards nvidia:0" in listed
+        await pilot.press("down", "enter")
+        await settle(pilot, lambda: not isinstance(app.screen, JobPicker))
+        await settle(pilot, lambda: "bob" in _job_line(app))
+        assert app.follower.job is not None and app.follower.job.key == OTHER.key
+        assert "alice" not in _job_line(app)
+
+
+async def test_escape_leaves_the_followed_job() -> None:
+    app = _app([_frame(i, [MINE, OTHER]) for i in range(5)])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 4, timeout=30)
+        await pilot.press("j")
+        await settle(pilot, lambda: isinstance(app.screen, JobPicker))
+        await pilot.press("down", "escape")
+        await settle(pilot, lambda: not isinstance(app.screen, JobPicker))
+        assert app.follower.job is not None and app.follower.job.key == MINE.key
+        assert "alice" in _job_line(app) and "bob" not in _job_line(app)
+
+
+async def test_after_the_job_ended_its_panel_lists_no_other_jobs_trainer() -> None:
+    frames = [_frame(i, [MINE]) for i in range(5)] + [_frame(i, [OTHER]) for i in range(5, 10)]
+    app = _app(frames)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 9, timeout=30)
+        await settle(pilot, lambda: "ENDED" in screen_text(app), timeout=30)
+        text = screen_text(app)
+        assert "1 other job runs on this host: j picks one to follow" in text
+        assert not any(" 200 " in line for line in text.splitlines()), text  # bob's trainer
+        # One key away: the picker lists bob's job; Enter follows it.
+        await pilot.press("j")
+        await settle(pilot, lambda: isinstance(app.screen, JobPicker))
+        await pilot.press("enter")
+        await settle(pilot, lambda: "ENDED" not in screen_text(app))
+        assert app.follower.job is not None and app.follower.job.key == OTHER.key
+        assert "bob" in _job_line(app)
+
+
+def test_the_help_names_the_job_picker() -> None:
+    assert "\n  j            the jobs on this host: pick the one to follow\n" in HELP

@@ -294,8 +294,11 @@ class ProcessPanel(CachedStatic):
     ) -> None:
         # Keyed on the text as shown (CPU % rounded): a worker going from 41.2 to 41.4 % is
         # not worth a repaint.
-        text = process_text(processes, probes=probes, allocator_for=allocator_for,
-                            card_id=card_id, span_s=span_s, ranks=ranks)
+        self.show_text(process_text(processes, probes=probes, allocator_for=allocator_for,
+                                    card_id=card_id, span_s=span_s, ranks=ranks))
+
+    def show_text(self, text: Text) -> None:
+        """Any text in the panel, its height kept as `show_processes` keeps it."""
         rows = text.plain.count("\n") + 1
         if rows >= self._rows:
             self._rows, self._shorter_for = rows, 0

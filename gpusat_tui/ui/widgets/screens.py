@@ -22,6 +22,7 @@ Views
   o            every card at once (overview) / a list and one card in full
   enter        the selected card in full (overview; or double-click)
   escape       back to the overview
+  j            the jobs on this host: pick the one to follow
 Cards
   ← →          previous / next card
   ↑ ↓          the card above / below (overview), previous / next (list)

@@ -72,7 +72,7 @@ def wait_ready(proc: subprocess.Popen[str], timeout: float = 90.0) -> int:
     raise AssertionError("job not ready in time")
 
 
-def stop_job(proc: subprocess.Popen[str], timeout: float = 30.0) -> tuple[int, str, str]:
+def stop_job(proc: subprocess.Popen[str], timeout: float = 120.0) -> tuple[int, str, str]:
     out, err = proc.communicate(input="", timeout=timeout)
     return proc.returncode, out, err
 

@@ -364,8 +364,10 @@ def test_starving_with_pegged_workers_is_input_bound(fake_bin: FakeBin, how: str
     }
     assert_verdicts(report, scenario, spec.vendor)
     why = report["cards"][0]["verdict"]["why"]
+    # Pegged workers, or (other jobs keeping the cores busy) workers that ask for a full core
+    # and are queued for part of it: the same cause, said with the figures that show it.
     assert any(
-        w.startswith(workers_line(PEGGED_WORKERS)) and w.endswith("the input pipeline is CPU-bound")
+        w.startswith(workers_line(PEGGED_WORKERS)) and "the input pipeline is CPU-bound" in w
         for w in why
     ), why
 

@@ -101,11 +101,21 @@ def test_data_wait_is_the_constructed_share(
 
 
 @pytest.mark.parametrize("framework", ["grain-dataset", "tf", "mindspore"])
-def test_compute_bound_loop_reads_under_5_percent(private_probe_dir: Path,
+def test_compute_bound_loop_reads_under_5_percent(private_probe_dir: Path, tmp_path: Path,
                                                   framework: str) -> None:
+    """Under 5 % as constructed; where a loaded machine makes the job itself wait in next()
+    (its pipeline gets no core), what the job timed of its own next() calls (within 5
+    points): a compute-bound loop is never read as waiting beyond what it waited."""
     need(framework)
-    first, last, _ = measure(private_probe_dir, framework, "--compute-ms", "40", seconds=2.0)
-    assert probe_share(first, last) < 5.0
+    marks_file = tmp_path / "marks.json"
+    first, last, _ = measure(private_probe_dir, framework, "--compute-ms", "40", seconds=2.0,
+                             marks=marks_file)
+    share = probe_share(first, last)
+    marks = json.loads(marks_file.read_text())
+    own = 100.0 * (waited_by(marks, last["t"]) - waited_by(marks, first["t"])) / (
+        last["t"] - first["t"])
+    assert abs(share - own) <= 5.0, (share, own)
+    assert share < 5.0 or own >= 4.0, (share, own)
 
 
 @pytest.mark.parametrize("framework", ["mindspore", "grain"])

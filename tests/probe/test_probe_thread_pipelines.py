@@ -66,15 +66,22 @@ def test_check_json_says_input_bound_in_n_threads(
     fake_bin: FakeBin, private_probe_dir: Path, framework: str, words: str
 ) -> None:
     name = need(framework)
+    # A check whose seconds the pipeline's threads spent queued behind other jobs (a loaded
+    # machine) reads them idle, as it should: check again until a run reads them busy.
+    whys: list[list[str]] = []
     with burning_job(private_probe_dir, framework) as job:
-        report = check_beside(fake_bin, private_probe_dir, IDLE)
-    [card] = report["cards"]
-    verdict = card["verdict"]
+        for _ in range(4):
+            report = check_beside(fake_bin, private_probe_dir, IDLE)
+            [card] = report["cards"]
+            verdict = card["verdict"]
+            whys.append(verdict["why"])
+            found = [m for m in map(THREAD_LINE.search, verdict["why"]) if m]
+            if found:
+                break
     trainer = job.trainer(report)
     assert trainer["probe"]["framework"] == name
     assert (verdict["kind"], verdict["cause"]) == ("starving", "input-bound"), verdict
-    found = [m for m in map(THREAD_LINE.search, verdict["why"]) if m]
-    assert found, verdict["why"]
+    assert found, whys
     threads, cpu = int(found[0].group(1)), int(found[0].group(2))
     assert threads >= 1 and cpu >= 20, verdict["why"]
     advice = " ".join(verdict["advice"])

@@ -153,7 +153,9 @@ class CheckAlloc(CheckShape):
 
 class CheckProbeRun(CheckShape):
     """Addition: the run's figures from the probe's cumulative counters, first to last
-    publication seen (`analysis.probe_rates`, as the verdict's ``why`` takes them)."""
+    publication seen (`analysis.probe_rates`, as the verdict's ``why`` takes them); where the
+    counters went back (a restarted probe), each stretch weighed by its span
+    (`analysis.probe_session`)."""
 
     span_s: float = 0.0
     data_wait_pct: float | None = None

@@ -66,7 +66,7 @@ def test_a_hung_job_whose_heartbeat_writes_is_stalled_by_two_outside_dumps(
     with hung_job(heartbeat_file=log) as job:
         exe = require_py_spy(job.pid)
         os.symlink(exe, Path(fake_bin.dir) / "py-spy")
-        report = stalled_check(fake_bin, job.pid, duration_s=40.0)
+        report = stalled_check(fake_bin, job.pid, duration_s=45.0)
         assert log.stat().st_size > 0  # the heartbeat wrote all along
     verdict = report["cards"][0]["verdict"]  # type: ignore[index]
     assert verdict["kind"] == "stalled", verdict

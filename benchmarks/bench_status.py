@@ -14,7 +14,11 @@ a fake ``nvidia-smi`` that counts its calls is first on PATH, and then:
    cache written once and then used (an installed package: pip compiles it), and with
    ``PYTHONDONTWRITEBYTECODE`` (every module compiled on every call: a source tree where the
    cache cannot be written: the package's caches are removed first);
-3. that the fake tool was never started.
+3. that the fake tool was never started;
+4. with ``--slow-path``: the path that finds no status file, no exporter and no vendor tool (PATH
+   holds none), so ``status`` polls on its own for ``--poll`` seconds: once with no probed job
+   (it prints ``GPU –``), once with a probed job under ``gpusat-tui run`` (the verdict from the
+   probe files alone; its cached answer is removed before each call, so every call polls).
 """
 
 from __future__ import annotations
@@ -68,7 +72,12 @@ def back_to_back(cmds: dict[str, list[str]], env: dict[str, str],
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--slow-path", action="store_true",
+                        help="measure only the path with no monitor, no exporter and no tool")
     args = parser.parse_args()
+    if args.slow_path:
+        slow_path(min(args.calls, 10))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         probe_dir = Path(tmp) / "probes"
         probe_dir.mkdir(mode=0o700)
@@ -112,6 +121,45 @@ def main() -> None:
         writer.close()
         if calls:
             raise SystemExit("a vendor tool was started although fresh figures existed")
+
+
+def slow_path(calls: int) -> None:
+    """CPU and wall time of ``status`` polling on its own with no tool, without and with a
+    probed job."""
+    from tests.probe_helpers import start_job, stop_job, wait_ready
+
+    with tempfile.TemporaryDirectory() as tmp:
+        probe_dir = Path(tmp) / "probes"
+        probe_dir.mkdir(mode=0o700)
+        empty_bin = Path(tmp) / "bin"
+        empty_bin.mkdir()
+        env = {k: v for k, v in os.environ.items()
+               if k != "TMUX" and not k.startswith("GPUSAT_TOOL_")}
+        env.update(GPUSAT_PROBE_DIR=str(probe_dir), PATH=f"{empty_bin}:/bin")
+        script = str(Path(sys.executable).with_name("gpusat-tui"))
+        cmd = [script, "status", "--format", "plain", "--exporter", "none"]
+        cache = probe_dir / "status-poll.json"
+
+        def measure(label: str) -> None:
+            walls, cpus = [], []
+            for _ in range(calls):
+                cache.unlink(missing_ok=True)
+                wall, cpu = one(cmd, env)
+                walls.append(wall)
+                cpus.append(cpu)
+            line = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+            print(f"  {label:28s} CPU median {statistics.median(cpus):6.1f} ms, wall median "
+                  f"{statistics.median(walls):6.1f} ms ({calls} calls) -> {line}")
+
+        print("no status file, no exporter, no tool on PATH (status polls --poll 2 s itself):")
+        measure("no probed job")
+        job = start_job(probe_dir, "--sleep-ms", "60", "--compute-ms", "20")
+        try:
+            wait_ready(job)
+            measure("a probed job (starving)")
+        finally:
+            stop_job(job)
 
 
 if __name__ == "__main__":

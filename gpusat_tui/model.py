@@ -258,6 +258,14 @@ class StackDump(_Model):
     error: str | None = None
     #: The tool's own words on failure, cut short (uncleaned: shown through `text.clean`).
     message: str | None = None
+    #: Addition: the main thread's CPU time (user + system, seconds since it started) read
+    #: beside the dump; None where it cannot be read (not Linux).
+    main_cpu_s: float | None = None
+    #: Addition: Unix time of an earlier dump of the same process showing the same main-thread
+    #: stack with the main thread using no CPU between (`analysis.outside_stack.unchanged`):
+    #: the thread has stood there at least since then, whatever other threads did. None: not
+    #: seen standing still.
+    still_since: float | None = None
 
     @field_validator("t", mode="before")
     @classmethod

@@ -24,9 +24,12 @@ def py_spy_path() -> str | None:
 
 
 @contextlib.contextmanager
-def hung_job(max_s: float = 120.0) -> Iterator[subprocess.Popen[str]]:
-    """`tests/jobs/hung_job.py` running, its threads started; killed on the way out."""
-    proc = subprocess.Popen([sys.executable, str(HUNG_JOB), "--max-s", str(max_s)],
+def hung_job(max_s: float = 120.0,
+             heartbeat_file: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+    """`tests/jobs/hung_job.py` running, its threads started (with ``heartbeat_file``, the
+    second thread appends to it each second); killed on the way out."""
+    extra = ["--heartbeat-file", str(heartbeat_file)] if heartbeat_file is not None else []
+    proc = subprocess.Popen([sys.executable, str(HUNG_JOB), "--max-s", str(max_s), *extra],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"

@@ -4,9 +4,11 @@ The same place a probed trainer's sampler names (`probe.phases` decides the phas
 frames' modules and functions; the framework function that decided it and the innermost line
 of the user's code say where), so that a stalled job reads alike with or without a probe:
 "rank 0 has waited 42 s in torch.distributed.all_reduce (train.py:88)". What one dump costs
-against the probe's sampling: it is one moment, so how long the thread has stood there is the
-stall's length (no batch and nothing moving on the host side), not a stack seen unchanged.
-Pure.
+against the probe's sampling: it is one moment. Two dumps of a quiet trainer, a stall time
+apart, with the same main-thread stack and the main thread using no CPU between (`unchanged`),
+say the thread stood still whatever its other threads did (a heartbeat writing a log is not
+progress); one dump alone says where, and the stall's length (no batch and nothing moving on
+the host side) how long. Pure.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gpusat_tui.collectors.py_spy import is_user_frame
 from gpusat_tui.model import CodeLine, StackDump
 from gpusat_tui.probe.phases import frame_phase, stack_phase
 
-__all__ = ["DumpPlace", "OutsideStack", "dump_place"]
+__all__ = ["DumpPlace", "OutsideStack", "dump_place", "unchanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,22 @@ def dump_place(frames: Sequence[CodeLine]) -> DumpPlace | None:
     text = "|".join(f"{f.module}:{f.function.rsplit('.', 1)[-1]}:{f.line}" for f in inner)
     return DumpPlace(phase, where[:120] if where else None, line,
                      f"{zlib.crc32(text.encode()):08x}")
+
+
+def unchanged(before: StackDump, after: StackDump, cpu_pct: float) -> bool:
+    """Whether the main thread stood still from ``before`` to ``after`` (two dumps of one
+    process): both read, the same stack, and its own CPU over the gap at most ``cpu_pct`` of
+    one core. Without the thread's CPU figures nothing is claimed (a loop that returns to the
+    same line at each dump would look the same)."""
+    if before.error is not None or after.error is not None or after.t <= before.t:
+        return False
+    if before.main_cpu_s is None or after.main_cpu_s is None:
+        return False
+    first, second = dump_place(before.frames), dump_place(after.frames)
+    if first is None or second is None or first.sig != second.sig:
+        return False
+    used = after.main_cpu_s - before.main_cpu_s
+    return used >= 0.0 and 100.0 * used / (after.t - before.t) <= cpu_pct
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from gpusat_tui.analysis.facts import CardFacts, FrameFacts, clean_median
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts, ProcFacts, clean_median
 from gpusat_tui.analysis.outside_stack import OutsideStack
 from gpusat_tui.analysis.progress import poll_progress, probe_batches
 from gpusat_tui.analysis.stack_stall import Frozen, frozen_stack
@@ -96,6 +96,9 @@ class StallPoll(NamedTuple):
     busy_threads: bool = False
     #: The tied trainers' newest stack dumps read from outside: (PID, rank, dump).
     dumps: tuple[tuple[int, int | None, StackDump], ...] = ()
+    #: Every trainer (no probe) has a recent outside dump whose main thread stood still
+    #: (`StackDump.still_since`): since when, the earliest; None otherwise.
+    still_since: float | None = None
 
 
 #: A poll with the trainer tied but no CPU figures yet.
@@ -172,32 +175,51 @@ def _stall_poll(
     batches = probe_batches(ff, card_id, (p.pid for p in trainers), th)
     if batches is not None and batches > 0 and frozen is None:
         return None  # the probe counts batches: the job runs, whatever the card says
+    still_since = _still_outside(trainers, ff.t, th) if frozen is None and not batches \
+        else None
     progress = poll_progress(tied)
     moving = progress.moving(th)
     blip = False
-    if moving and frozen is None:
+    if moving and frozen is None and still_since is None:
         if not progress.marginal(th):
             return None
         blip = True  # the caller lets one such poll pass between quiet ones (`stall_run`)
     waiting = [p for p in tied if p.state == "disk-sleep"]
-    if moving is None and frozen is None and (
+    if moving is None and frozen is None and still_since is None and (
         waiting or (ff.iowait is not None and ff.iowait >= th.iowait_high_pct)
     ):
         return None  # without counters a disk wait may be a slow write making progress
+    still = frozen is not None or still_since is not None
     return StallPoll(
         cpu=cpu,
         n_workers=sum(p.is_worker for p in tied),
         trainer_pids=tuple(p.pid for p in trainers),
         trainer_states=tuple(p.state for p in trainers if p.state),
-        counters=moving is not None and not (moving and frozen is not None),
+        counters=moving is not None and not (moving and still),
         probe=batches is not None or frozen is not None,
         stuck_io=bool(waiting),
         blip=blip,
         frozen=frozen,
-        busy_threads=bool(moving) and frozen is not None,
+        busy_threads=bool(moving) and still,
         dumps=tuple((p.pid, p.rank, p.dump) for p in trainers
                     if p.dump is not None and isinstance(p.pid, int)) if frozen is None else (),
+        still_since=still_since,
     )
+
+
+def _still_outside(trainers: Sequence[ProcFacts], t: float | None,
+                   th: Thresholds) -> float | None:
+    """Since when every trainer's main thread has stood still by its outside dumps
+    (`StackDump.still_since`), the earliest; None unless each has a recent such dump (a quiet
+    trainer is dumped again every stall time: an older dump says nothing of now)."""
+    since: list[float] = []
+    for p in trainers:
+        dump = p.dump
+        if dump is None or dump.error is not None or dump.still_since is None or t is None \
+                or t - dump.t > _STILL_DUMP_AGE * th.stall_min_s:
+            return None
+        since.append(dump.still_since)
+    return min(since, default=None)
 
 
 def stall_run(
@@ -256,6 +278,11 @@ def stall_run(
     if newest is not None and frozen_polls == len(run) and newest.still_s > seconds:
         # The probes saw the stack stand still for longer than the polls show.
         seconds, reached_first = newest.still_s, False
+    since = run[0].still_since
+    if since is not None and last_t - since > seconds:
+        # Two outside dumps saw the main thread stand still for longer than the polls show
+        # (its other threads' reads and writes ended the run of quiet polls).
+        seconds, reached_first = last_t - since, False
     return Stall(
         seconds=seconds,
         open_start=reached_first,
@@ -280,6 +307,9 @@ def stall_run(
 #: A dump this much older than the stall's first poll was taken before it (where the thread
 #: stood while it still worked): not shown. Polls and dumps are not taken at one instant.
 _DUMP_SLACK_S = 2.0
+#: An outside dump that says the main thread stands still counts this many stall times after
+#: it was read (the next one is due after one: `sources.polling.outside_stacks`).
+_STILL_DUMP_AGE = 1.5
 
 
 def _outside(
@@ -289,7 +319,7 @@ def _outside(
     and the failed ones (which say why there is none)."""
     out = []
     for pid, rank, dump in newest.dumps:
-        if dump.error is None and dump.t < first_t - _DUMP_SLACK_S:
+        if dump.error is None and dump.still_since is None and dump.t < first_t - _DUMP_SLACK_S:
             continue
         found = OutsideStack.of(pid, rank, dump, last_t)
         out.append(replace(found, stack_still_s=seconds) if found.error is None else found)

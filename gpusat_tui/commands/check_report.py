@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from gpusat_tui.analysis.energy import EnergyMeter
 from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
 from gpusat_tui.analysis.job import job_verdicts
-from gpusat_tui.analysis.probe_rates import span_rates
+from gpusat_tui.analysis.probe_session import SessionCounters
 from gpusat_tui.analysis.probe_words import (
     NO_BATCH,
     allocator_words,
@@ -126,6 +126,8 @@ class ProbeAccumulator:
     first: ProbeSample | None = None
     #: ``elapsed_s`` of the last publication folded in: a file read twice counts once.
     seen: float | None = None
+    #: The run's figures from the counters, across a restart of the probe.
+    counters: SessionCounters = field(default_factory=SessionCounters)
 
     def add(self, probe: ProbeSample) -> None:
         self.last = probe
@@ -134,6 +136,7 @@ class ProbeAccumulator:
         if probe.elapsed_s is not None and probe.elapsed_s == self.seen:
             return
         self.seen = probe.elapsed_s
+        self.counters.add(probe)
         for name in _PROBE_FIGURES:
             self.stats[name].add(getattr(probe, name))
         if probe.alloc is not None:
@@ -179,15 +182,13 @@ class ProbeAccumulator:
         )
 
     def run(self) -> CheckProbeRun | None:
-        first, last = self.first, self.last
-        if first is None or last is None or first is last:
-            return None
-        rates = span_rates([first, last])
-        if rates.span_s <= 0:
+        rates = self.counters.rates()
+        if rates is None:
             return None
         return CheckProbeRun(
             span_s=round(rates.span_s, 3),
-            data_wait_pct=None if last.data_wait_note else rates.wait_pct, step_ms=rates.step_ms,
+            data_wait_pct=None if self.last is None or self.last.data_wait_note else rates.wait_pct,
+            step_ms=rates.step_ms,
             batches_per_s=rates.batches_per_s, samples_per_s=rates.samples_per_s,
         )
 

@@ -153,7 +153,9 @@ class CheckAlloc(CheckShape):
 
 class CheckProbeRun(CheckShape):
     """Addition: the run's figures from the probe's cumulative counters, first to last
-    publication seen (`analysis.probe_rates`, as the verdict's ``why`` takes them)."""
+    publication seen (`analysis.probe_rates`, as the verdict's ``why`` takes them); where the
+    counters went back (a restarted probe), each stretch weighed by its span
+    (`analysis.probe_session`)."""
 
     span_s: float = 0.0
     data_wait_pct: float | None = None
@@ -240,6 +242,9 @@ class CheckOutsideStack(CheckShape):
     #: "failed"; and the tool's words.
     error: str | None = None
     message: str | None = None
+    #: Addition: Unix time since which the main thread has stood on this stack, using no CPU
+    #: (two dumps a stall time apart); null when not seen twice.
+    still_since: float | None = None
 
     @classmethod
     def of(cls, dump: StackDump) -> CheckOutsideStack:
@@ -251,6 +256,7 @@ class CheckOutsideStack(CheckShape):
             frames=[clean(f"{f.module + '.' if f.module else ''}{f.function} "
                           f"({f.file}:{f.line})", 320) for f in dump.frames],
             error=dump.error, message=clean(dump.message, 300) if dump.message else None,
+            still_since=dump.still_since,
         )
 
 

@@ -4,9 +4,9 @@ tmux runs it every few seconds (``set -g status-right '#(gpusat-tui status)'``),
 common path is a few small file reads: the status files the caller's running dashboard or
 exporter leaves (`status_file`, trusted as `status_trust` says), one job chosen (`choose`).
 Without one it asks an exporter's ``/metrics`` (on this machine only one of the caller's), and
-only then polls the tools itself, under a hard time limit, caching the answer for
-`CACHE_FRESH_S` so that the next calls do not start the tools again. Never imports Textual;
-the rendering (`render`) is pure.
+only then polls the tools itself (with none, the probe files alone), under a hard time limit,
+caching the answer for `CACHE_FRESH_S` so that the next calls do not start the tools again.
+Never imports Textual; the rendering (`render`) is pure.
 
 Formats, each escaping what its consumer interprets in the text: ``tmux`` (colours in tmux's
 ``#[fg=...]``; ``#`` doubled), ``plain`` (escape sequences and controls removed, as
@@ -245,8 +245,10 @@ def from_exporter(url: str, timeout_s: float) -> JobStatus | None:
 
 
 def quick_poll(options: StatusOptions) -> JobStatus | None:
-    """Poll the tools for ``poll_s`` seconds under the hard limit ``timeout_s``; None when
-    no tool is found or the limit passed. The answer is cached (`CACHE_NAME`)."""
+    """Poll the tools for ``poll_s`` seconds under the hard limit ``timeout_s``; with no tool,
+    the host and the probe files of trainers started under ``run`` alone (what ``check`` does
+    then). None when there is neither or the limit passed. The answer is cached
+    (`CACHE_NAME`)."""
     import asyncio
     import threading
 
@@ -273,7 +275,9 @@ def quick_poll(options: StatusOptions) -> JobStatus | None:
         try:
             source.discover()
         except ToolMissing:
-            return None
+            # No tool: the probed trainers' own files still judge the job, as `check` does.
+            if not source.use_probes_only():
+                return None
         tracker = VerdictTracker(window_s=max(options.poll_s, 1.0))
 
         async def collect() -> JobStatus | None:

@@ -4,7 +4,7 @@ says why and what allows it."""
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.outside_stack import dump_place
+from gpusat_tui.analysis.outside_stack import dump_place, unchanged
 from gpusat_tui.analysis.verdict import judge
 from gpusat_tui.model import CardReading, CodeLine, Frame, ProcessSample, StackDump
 
@@ -31,9 +31,11 @@ def all_reduce_stack() -> tuple[CodeLine, ...]:
     )
 
 
-def window(dump: StackDump | None, *, rank: int | None = 0) -> list[Frame]:
+def window(dump: StackDump | None, *, rank: int | None = 0,
+           syscalls_per_s: float = 0.0) -> list[Frame]:
     proc = ProcessSample(pid=100, role="trainer", name="python", cpu_pct=0.5, rank=rank,
-                         world_size=2 if rank is not None else None, syscalls_per_s=0.0,
+                         world_size=2 if rank is not None else None,
+                         syscalls_per_s=syscalls_per_s,
                          rchar_per_s=0.0, wchar_per_s=0.0, ctx_switches_per_s=0.0,
                          stack_dump=dump)
     return [Frame(t=T0 + i, seq=i, cards=[card()], processes=[proc]) for i in range(N)]
@@ -119,3 +121,36 @@ def test_a_pegged_unprobed_trainer_says_where_it_stood_when_host_bound() -> None
     assert not any("sampled from outside" in w for w in plain.why)
     old = judge(busy_window(dump.model_copy(update={"t": T0 - 5.0}))).cards["nvidia:0"]
     assert not any("sampled from outside" in w for w in old.why)  # older than the window
+
+
+def test_two_dumps_tell_a_main_thread_that_stood_still() -> None:
+    first = StackDump(t=T0, thread="MainThread", frames=all_reduce_stack(), main_cpu_s=3.0)
+    later = first.model_copy(update={"t": T0 + 20.0, "main_cpu_s": 3.02})  # 0.1 % of a core
+    assert unchanged(first, later, cpu_pct=10.0)
+    moved = (*all_reduce_stack()[:-1], all_reduce_stack()[-1].model_copy(update={"line": 2807}))
+    assert not unchanged(first, later.model_copy(update={"frames": moved}), cpu_pct=10.0)
+    # the main thread ran in between (a loop back on the same line at each dump)
+    assert not unchanged(first, later.model_copy(update={"main_cpu_s": 13.0}), cpu_pct=10.0)
+    assert not unchanged(first, later.model_copy(update={"main_cpu_s": None}), cpu_pct=10.0)
+    assert not unchanged(later, first, cpu_pct=10.0)  # out of order
+    assert not unchanged(first, StackDump(t=T0 + 20.0, error="denied"), cpu_pct=10.0)
+
+
+def test_a_heartbeat_thread_writing_does_not_hide_a_still_main_thread() -> None:
+    """12 read/write calls a second (a heartbeat appending to a log) are progress to the host
+    counters; a dump that saw the main thread still since 29 s before the last poll outranks
+    them."""
+    first = StackDump(t=T0 + 10.0, thread="MainThread", frames=all_reduce_stack())
+    assert judge(window(first, syscalls_per_s=12.0)).cards["nvidia:0"].kind != "stalled"
+    # The second dump, read at 30 s, is on the polls from 31 s on.
+    still = first.model_copy(update={"t": T0 + 30.0, "still_since": T0 + 10.0})
+    frames = [f if f.t < T0 + 31.0 else g for f, g in zip(
+        window(first, syscalls_per_s=12.0), window(still, syscalls_per_s=12.0), strict=True)]
+    v = judge(frames).cards["nvidia:0"]
+    assert v.kind == "stalled", v
+    line = next(w for w in v.why if w.startswith("rank 0 has waited"))
+    assert line.startswith("rank 0 has waited 29 s in torch.distributed.all_reduce "
+                           "(train.py:88) (sampled from outside by py-spy"), line
+    # a still dump read longer ago than the next one was due says nothing of now
+    old = still.model_copy(update={"t": T0 - 30.0, "still_since": T0 - 50.0})
+    assert judge(window(old, syscalls_per_s=12.0)).cards["nvidia:0"].kind != "stalled"

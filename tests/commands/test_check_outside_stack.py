@@ -19,10 +19,10 @@ from tests.outside_helpers import hung_job, require_py_spy
 from tests.scenarios import SCENARIOS
 
 
-def stalled_check(fake_bin: FakeBin, pid: int) -> dict[str, object]:
+def stalled_check(fake_bin: FakeBin, pid: int, duration_s: float = 22.0) -> dict[str, object]:
     fake_bin.add_for_spec(spec_named("nvidia-smi"),
                           scenario_steps(SCENARIOS["stalled"], range(30, 130)))
-    return run_check(fake_bin, "--duration", "22", "--pid", str(pid))
+    return run_check(fake_bin, "--duration", str(duration_s), "--pid", str(pid))
 
 
 def test_an_unprobed_hung_job_shows_where_it_waits(fake_bin: FakeBin) -> None:
@@ -54,3 +54,25 @@ def test_without_py_spy_the_stalled_verdict_names_the_extra(fake_bin: FakeBin) -
     assert not any("has waited" in w for w in verdict["why"])
     [proc] = [p for p in report["processes"] if p["pid"] == job.pid]  # type: ignore[attr-defined]
     assert proc["stack_dump"]["error"] == "missing"
+
+
+def test_a_hung_job_whose_heartbeat_writes_is_stalled_by_two_outside_dumps(
+    fake_bin: FakeBin, tmp_path: Path,
+) -> None:
+    """Its second thread appends a record each second (12 writes: its read/write counters move
+    past the progress line), so the host side is not quiet; two dumps a stall time apart show
+    the main thread on the same line, its own CPU flat: stalled, with the place."""
+    log = tmp_path / "heartbeat.log"
+    with hung_job(heartbeat_file=log) as job:
+        exe = require_py_spy(job.pid)
+        os.symlink(exe, Path(fake_bin.dir) / "py-spy")
+        report = stalled_check(fake_bin, job.pid, duration_s=45.0)
+        assert log.stat().st_size > 0  # the heartbeat wrote all along
+    verdict = report["cards"][0]["verdict"]  # type: ignore[index]
+    assert verdict["kind"] == "stalled", verdict
+    line = next((w for w in verdict["why"]
+                 if w.startswith(f"the trainer (PID {job.pid}) has waited ")), None)
+    assert line is not None, verdict["why"]
+    assert f"at hung_job.py:{WAIT_LINE} (sampled from outside by py-spy" in line, line
+    [proc] = [p for p in report["processes"] if p["pid"] == job.pid]  # type: ignore[attr-defined]
+    assert proc["stack_dump"]["still_since"] is not None, proc["stack_dump"]

@@ -13,7 +13,12 @@ import pytest
 
 from gpusat_tui.analysis.outside_stack import dump_place
 from gpusat_tui.model import ProcessSample
-from gpusat_tui.sources.polling.outside_stacks import DUMP_EVERY_S, QUIET_S, OutsideStacks
+from gpusat_tui.sources.polling.outside_stacks import (
+    DUMP_EVERY_S,
+    QUIET_S,
+    STILL_EVERY_S,
+    OutsideStacks,
+)
 from tests.jobs.hung_job import WAIT_LINE
 from tests.outside_helpers import hung_job, require_py_spy
 
@@ -24,19 +29,24 @@ def trainer(pid: int, cpu: float | None) -> ProcessSample:
     return ProcessSample(pid=pid, role="trainer", name="python", cpu_pct=cpu)
 
 
-def test_quiet_or_pegged_trainers_without_a_probe_are_dumped_once_a_minute() -> None:
+def test_pegged_trainers_are_dumped_once_a_minute_quiet_ones_every_stall_time() -> None:
     stacks = OutsideStacks(clock=time.time)
     procs = [trainer(1, 0.5), trainer(2, 99.0), trainer(3, 40.0), trainer(4, 0.5),
              ProcessSample(pid=5, role="dataloader_worker", name="w", cpu_pct=0.0)]
     wanted = {t: stacks.wanted(procs, {4}, t) for t in (0.0, 1.0, QUIET_S, QUIET_S + 1)}
     assert wanted == {0.0: [2], 1.0: [], QUIET_S: [1], QUIET_S + 1: []}
-    # not again within the minute, then again
+    # the quiet one again each stall time (two dumps tell a thread standing still), the
+    # pegged one not again within the minute, then again
+    assert QUIET_S + 2 * STILL_EVERY_S < DUMP_EVERY_S - 1
+    assert stacks.wanted(procs, {4}, QUIET_S + STILL_EVERY_S - 1) == []
+    assert stacks.wanted(procs, {4}, QUIET_S + STILL_EVERY_S) == [1]
+    assert stacks.wanted(procs, {4}, QUIET_S + 2 * STILL_EVERY_S - 1) == []
+    assert stacks.wanted(procs, {4}, QUIET_S + 2 * STILL_EVERY_S) == [1]
     assert stacks.wanted(procs, {4}, DUMP_EVERY_S - 1) == []
     assert stacks.wanted(procs, {4}, DUMP_EVERY_S) == [2]
-    assert stacks.wanted(procs, {4}, DUMP_EVERY_S + QUIET_S) == [1]
     # a poll that lists no process forgets nothing
-    assert stacks.wanted([], (), DUMP_EVERY_S + QUIET_S + 1) == []
-    assert stacks.wanted(procs, {4}, DUMP_EVERY_S + QUIET_S + 2) == []
+    assert stacks.wanted([], (), DUMP_EVERY_S + 1) == []
+    assert stacks.wanted(procs, {4}, DUMP_EVERY_S + 2) == []
     # work ends the quiet: a new quiet spell counts from its start
     busy = [trainer(1, 50.0)]
     assert stacks.wanted(busy, (), 200.0) == []

@@ -39,7 +39,8 @@ RECORDING_V1_FIELDS = {
         "ctx_switches_per_s", "world_size", "rank", "other_threads_cpu_pct", "busy_threads",
         "cpu_quota_cores", "cpu_throttled_pct", "stack_dump",
     },
-    model.StackDump: {"tool", "t", "thread", "frames", "error", "message"},
+    model.StackDump: {"tool", "t", "thread", "frames", "error", "message", "main_cpu_s",
+                      "still_since"},
     model.HostSample: {"cpu_pct", "iowait_pct", "cpu_count"},
     model.ProbeSample: {
         "pid", "rank", "local_rank", "world_size", "device_index", "card_id", "tie",

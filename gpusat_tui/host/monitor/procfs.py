@@ -33,6 +33,7 @@ from gpusat_tui.host.scheduler.launch_env import MAX_ENVIRON_BYTES, parse_enviro
 __all__ = [
     "PROC_ROOT",
     "ProcfsReader",
+    "main_thread_cpu_s",
     "parse_proc_io",
     "parse_proc_stat",
     "parse_schedstat",
@@ -89,6 +90,17 @@ def parse_proc_stat(data: bytes, clock_ticks: int = 100) -> ProcStat:
         start=start,
         num_threads=num_threads,
     )
+
+
+def main_thread_cpu_s(pid: int, root: str = PROC_ROOT) -> float | None:
+    """CPU seconds (user + system) the main thread of ``pid`` has used, from
+    ``/proc/<pid>/task/<pid>/stat``; None where it cannot be read."""
+    try:
+        with open(f"{root}/{pid}/task/{pid}/stat", "rb") as f:
+            data = f.read(4096)
+        return parse_proc_stat(data, os.sysconf("SC_CLK_TCK")).cpu_s
+    except (OSError, ValueError, ParseError):
+        return None
 
 
 def parse_schedstat(data: bytes) -> float | None:

@@ -3,10 +3,15 @@
 A trainer not started under ``gpusat-tui run`` has no sampler inside it; when it looks stalled
 (its CPU at or below the stall line for `QUIET_S`: half the stall time, so that the dump is
 there when the verdict says stalled) or pegged (at or above the trainer's pegged line), one
-``py-spy dump --pid`` says where its main thread stands (`collectors.py_spy` reads it). At most
-one dump per trainer in `DUMP_EVERY_S`; each runs like every tool call (`procs.run_tool`: no
-shell, a timeout, its process group killed) in the background: a poll never waits for one, and
-the dump goes on the first poll after it ends. A stopped trainer (state T: Ctrl-Z, a debugger)
+``py-spy dump --pid`` says where its main thread stands (`collectors.py_spy` reads it). A quiet
+trainer is dumped again every `STILL_EVERY_S` (the stall time): a dump that shows the same
+main-thread stack as the one before, the main thread having used no CPU between
+(`outside_stack.unchanged`: its CPU time is read beside each dump), carries since when it has
+stood still (``still_since``), so that a hung trainer whose other threads keep writing (a
+heartbeat, a logger) is still told stalled. A pegged one: at most one dump in `DUMP_EVERY_S`.
+Each runs like every tool call (`procs.run_tool`: no shell, a timeout, its process group
+killed) in the background: a poll never waits for one, and the dump goes on the first poll
+after it ends. A stopped trainer (state T: Ctrl-Z, a debugger)
 is not dumped: ptrace would wait on it, and the verdict says it is stopped.
 
 What a dump costs (`benchmarks/bench_py_spy_dump.py`): py-spy pauses the target while it reads
@@ -26,18 +31,24 @@ import os
 import shutil
 from collections.abc import Callable, Collection, Sequence
 
+from gpusat_tui.analysis.outside_stack import unchanged
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.collectors.py_spy import dump_failure, stack_dump
+from gpusat_tui.host.monitor.procfs import main_thread_cpu_s
 from gpusat_tui.model import ProcessSample, StackDump
 from gpusat_tui.sources.polling.procs import CallTimedOut, OutputTooLarge, run_tool
 
-__all__ = ["DUMP_EVERY_S", "DUMP_TIMEOUT_S", "ENV_PY_SPY", "QUIET_S", "OutsideStacks"]
+__all__ = ["DUMP_EVERY_S", "DUMP_TIMEOUT_S", "ENV_PY_SPY", "QUIET_S", "STILL_EVERY_S",
+           "OutsideStacks"]
 
 ENV_PY_SPY = "GPUSAT_PY_SPY"
 #: At most one dump per trainer in this many seconds.
 DUMP_EVERY_S = 60.0
 #: A trainer quiet (CPU at or below the stall line) this long is dumped.
 QUIET_S = Thresholds().stall_min_s / 2
+#: A quiet trainer is dumped again this often: two dumps a stall time apart tell a main thread
+#: that stood still (py-spy's ~9 ms of CPU each; a stalled trainer loses nothing).
+STILL_EVERY_S = Thresholds().stall_min_s
 #: A dump that takes longer is killed (py-spy reads a 30-frame stack in milliseconds).
 DUMP_TIMEOUT_S = 5.0
 #: A dump is carried on a trainer's samples this long (a trainer still stalled or pegged has a
@@ -73,6 +84,8 @@ class OutsideStacks:
         self._dumps: dict[int, StackDump] = {}
         #: When each trainer was last listed.
         self._seen: dict[int, float] = {}
+        #: Each trainer's newest dump that read a stack (`unchanged` compares the next one).
+        self._read: dict[int, StackDump] = {}
         #: Dumps running now, by PID.
         self._running: dict[int, asyncio.Task[StackDump]] = {}
 
@@ -106,14 +119,15 @@ class OutsideStacks:
                 self._quiet_since.pop(s.pid, None)
             quiet = now - self._quiet_since.get(s.pid, now) >= QUIET_S
             pegged = s.cpu_pct >= self.th.trainer_pegged_pct
-            if (quiet or pegged) and now - self._tried.get(s.pid, -DUMP_EVERY_S) >= DUMP_EVERY_S:
+            every = STILL_EVERY_S if quiet else DUMP_EVERY_S
+            if (quiet or pegged) and now - self._tried.get(s.pid, -DUMP_EVERY_S) >= every:
                 out.append(s.pid)
                 self._tried[s.pid] = now
         # Gone (or probed now): forgotten once unseen for a while (a poll between two process
         # scans may list no process at all); its PID may come back as another process.
         for pid in [p for p, t in self._seen.items() if now - t > _FORGET_S]:
             del self._seen[pid]
-            for table in (self._quiet_since, self._tried, self._dumps):
+            for table in (self._quiet_since, self._tried, self._dumps, self._read):
                 table.pop(pid, None)
             task = self._running.pop(pid, None)
             if task is not None:
@@ -128,7 +142,7 @@ class OutsideStacks:
             if task.done():
                 del self._running[pid]
                 if not task.cancelled() and task.exception() is None:
-                    self._dumps[pid] = task.result()
+                    self._dumps[pid] = self._still(pid, task.result())
         for pid in self.wanted(samples, probed, now):
             if pid not in self._running:
                 self._running[pid] = asyncio.ensure_future(self.dump(pid))
@@ -138,6 +152,17 @@ class OutsideStacks:
             return list(samples)
         return [s.model_copy(update={"stack_dump": self._dumps[s.pid]})
                 if s.role == "trainer" and s.pid in self._dumps else s for s in samples]
+
+    def _still(self, pid: int, dump: StackDump) -> StackDump:
+        """``dump`` with since when the main thread has stood still, where the one before
+        shows it unchanged (`unchanged`)."""
+        if dump.error is not None:
+            return dump
+        before = self._read.get(pid)
+        if before is not None and unchanged(before, dump, self.th.stall_cpu_pct):
+            dump = dump.model_copy(update={"still_since": before.still_since or before.t})
+        self._read[pid] = dump
+        return dump
 
     async def wait(self) -> None:
         """Until the dumps running now have ended (tests; `attach` never waits)."""
@@ -175,4 +200,5 @@ class OutsideStacks:
             return StackDump(t=t, error=error, message=message)
         if use_json:
             self._json = True
-        return stack_dump(res.stdout, pid, t)
+        dumped = stack_dump(res.stdout, pid, t)
+        return dumped.model_copy(update={"main_cpu_s": main_thread_cpu_s(pid)})

@@ -112,7 +112,8 @@ class GpusatApp(App[int]):
         Binding("down", "move(0, 1)", "Card below", key_display="↓", show=False),
         Binding("o,escape", "overview", "Overview", key_display="o"),
         Binding("o", "card_view", "One card"),
-        Binding("enter", "open_card", "Open"),
+        # Enter opens the card too ("o One card" says so in the footer; the help has Enter).
+        Binding("enter", "open_card", "Open", show=False),
         Binding("slash", "search", "Filter", key_display="/"),
         Binding("j", "pick_job", "Jobs"),
         Binding("w,enter", "toggle_why", "Why"),
@@ -183,6 +184,8 @@ class GpusatApp(App[int]):
         fleet = isinstance(self.tracker, FleetTracker)
         self.state = FleetState() if fleet else DashboardState()
         self.frames_shown = 0
+        #: Jobs on the newest frame shown besides the followed one: `j` picks one of them.
+        self._other_jobs = 0
         self.ended: str | None = None
         self._pending: tuple[Frame, Assessment] | None = None
         self._render_scheduled = False
@@ -235,7 +238,8 @@ class GpusatApp(App[int]):
         with self.processes_box:
             yield self.processes
         yield self.status
-        yield Footer()
+        # The palette (ctrl+p) is in the help, not the footer: a replay's keys fit 80 columns.
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self._exit_on_hangup()
@@ -472,6 +476,11 @@ class GpusatApp(App[int]):
             self._explain_selected(ids[0])
         verdicts = self.assessment.cards
         followed = self.follower.job
+        others = len({j.key for j in frame.jobs} - {followed.key if followed else ""})
+        others -= 1 if followed is None and frame.jobs else 0
+        if others != self._other_jobs:  # `j` only where there is another job to pick
+            self._other_jobs = others
+            self.refresh_bindings()
         multi = len(frame.cards) > 1 or bool(frame.jobs) or followed is not None
         if self.job_bar.display != multi:
             self.job_bar.display = multi
@@ -682,7 +691,7 @@ class GpusatApp(App[int]):
         if action == "search":
             return isinstance(self.card_list, FleetList)
         if action == "pick_job":  # the fleet view's jobs are its filter's (``/``)
-            return not isinstance(self.card_list, FleetList)
+            return not isinstance(self.card_list, FleetList) and self._other_jobs > 0
         return self._is_replay or action not in _REPLAY_ACTIONS
 
     def action_card(self, step: int) -> None:

@@ -195,22 +195,28 @@ def test_real_dataloader_job_is_found_and_its_busy_workers_measured(
     by_tool = ProcessMonitor()
     auto = ProcessMonitor()
     listed = [CardProcess(pid=job.pid, card_id="nvidia:1")]
-    own_before = {pid: (time.monotonic(), cpu_seconds(pid)) for pid in workers}
-    first = [by_pid.sample(), by_tool.sample(listed), auto.sample()]
+    samples = [by_pid.sample, lambda: by_tool.sample(listed), auto.sample]
+
+    def now() -> dict[int, tuple[float, float]]:
+        return {pid: (time.monotonic(), cpu_seconds(pid)) for pid in workers}
+
+    # Each monitor's window bracketed by the kernel's own count of what each worker burnt:
+    # on a busy machine a burning worker gets less than a core, and a monitor must read
+    # what it got (the three monitors sample one after another: each its own window).
+    before, first = zip(*[(now(), sample()) for sample in samples], strict=True)
     time.sleep(MEASURE_S)
-    last = [by_pid.sample(), by_tool.sample(listed), auto.sample()]
-    # What each worker burnt over the same window, by the kernel's own count: on a busy
-    # machine a burning worker gets less than a core, and the monitor must read what it got.
-    own = {
-        pid: 100.0 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
-        for pid, (t0, cpu0) in own_before.items()
-    }
+    last, after = zip(*[(sample(), now()) for sample in samples], strict=True)
+    owns = [
+        {pid: 100.0 * (end[pid][1] - start[pid][1]) / (end[pid][0] - start[pid][0])
+         for pid in workers}
+        for start, end in zip(before, after, strict=True)
+    ]
 
     for report in first:  # a process's first tick has no CPU figure, not a fake 0
         trainer, found = of_trainer(report, job.pid)
         assert trainer.cpu_pct is None
         assert [w.cpu_pct for w in found] == [None, None]
-    for report, cards in zip(last, ([], ["nvidia:1"], []), strict=True):
+    for report, cards, own in zip(last, ([], ["nvidia:1"], []), owns, strict=True):
         trainer, found = of_trainer(report, job.pid)
         assert trainer.name == psutil.Process(job.pid).name()  # the interpreter's name
         assert trainer.card_ids == cards

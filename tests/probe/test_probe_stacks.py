@@ -310,7 +310,7 @@ def test_accelerate_two_ranks_each_read_their_own_wait(
             by_pid = windows(private_probe_dir, list(ranks.values()))
             seen[constructed] = {rank: by_pid[pid] for rank, pid in ranks.items()}
     for constructed, by_rank in seen.items():
-        shares = []
+        shares, truths = [], []
         for rank, (first, last) in by_rank.items():
             rank_marks = read_marks(marks, rank)
             share = probe_share(first, last)
@@ -319,8 +319,10 @@ def test_accelerate_two_ranks_each_read_their_own_wait(
             assert share <= 100.0 - share_of(rank_marks["busy"], first, last) + 3.0
             assert (last["rank"], last["world_size"], last["data_wait_note"]) == (rank, 2, None)
             shares.append(share)
-        if constructed == 0.0:
-            assert max(shares) < 5.0, shares
+            truths.append(truth)
+        if constructed == 0.0:  # under 5 %, or (a loaded machine) what the rank itself waited
+            assert all(share < 5.0 or truth >= 4.0 for share, truth in zip(
+                shares, truths, strict=True)), (shares, truths)
         else:  # at least one rank waits on its data (the other may wait in the all-reduce)
             assert max(shares) >= 20.0, shares
 

@@ -104,6 +104,12 @@ def test_plain_jobs_share_the_rendezvous_else_are_their_pid() -> None:
     assert (lone.scheduler, lone.job_id, lone.user, lone.command) == (
         "plain", "12", "carol", "python x.py")
     assert job_label(lone) == "carol: python x.py"
+    # The program's folder says nothing of the job: the label leaves it out (the command
+    # itself keeps it), so the job line keeps its figures in a 160-column pane.
+    conda = lone.model_copy(update={"command": "/opt/conda/bin/python -u train.py --lr 3e-4"})
+    assert job_label(conda) == "carol: python -u train.py --lr 3e-4"
+    assert conda.command.startswith("/opt/conda/bin/python")
+    assert job_label(lone.model_copy(update={"command": "/"})) == "carol: /"
 
 
 def test_merge_joins_ranks_of_one_job_and_keeps_others_apart() -> None:

@@ -249,6 +249,16 @@ class JobFields(Protocol):
     pids: list[int]
 
 
+def _short_program(command: str) -> str:
+    """The command with its program's folder left out (``/opt/conda/bin/python -u train.py``
+    -> ``python -u train.py``): the folder says nothing of the job and cost the job line its
+    figures in a 160-column pane."""
+    program, sep, rest = command.partition(" ")
+    if "/" in program.rstrip("/"):
+        program = program.rstrip("/").rsplit("/", 1)[1]
+    return program + sep + rest
+
+
 def job_label(job: JobFields, limit: int = 160) -> str:
     """Whose job, cleaned for the terminal: ``slurm 4242 "train-llm" step 0 · alice · gpu``,
     ``pod ns/name · alice``, ``alice: python train.py --lr 3e-4``."""
@@ -265,7 +275,8 @@ def job_label(job: JobFields, limit: int = 160) -> str:
         extra = [clean(job.user, 40)] if job.user else []
     else:
         who = clean(job.user, 40) if job.user else "?"
-        command = clean(job.command, limit) if job.command else f"PID {job.job_id or '?'}"
+        command = clean(_short_program(job.command), limit) if job.command else (
+            f"PID {job.job_id or '?'}")
         text = f"{who}: {command}"
         extra = []
     return clean(" · ".join([text, *extra]), limit)

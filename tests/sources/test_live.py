@@ -646,8 +646,10 @@ async def test_polls_never_overlap_and_keep_a_fixed_schedule_without_backlog(
                 break
     assert peak == 1 and seqs == [2, 3, 4, 5]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
-    # Fast polls keep the 0.15 s schedule (not back-to-back, not a catch-up burst).
-    assert all(0.14 <= g < 0.5 for g in gaps), gaps
+    # Fast polls keep the 0.15 s schedule (not back-to-back, not a catch-up burst): a poll
+    # started late on a busy machine is followed by one on the schedule, a shorter gap.
+    assert all(0.075 <= g < 0.5 for g in gaps), gaps
+    assert sum(gaps) >= 0.14 * len(gaps), gaps  # the schedule, not faster
 
 
 async def test_overrunning_poll_is_followed_at_once_without_a_burst(

@@ -76,7 +76,9 @@ def test_the_step_splits_into_its_known_phases(
     assert last["user_lines"][0][2] == "spin", last["user_lines"]
     assert ("phase_shares_job.py", "Model.forward") in lines, lines
     # The current stack: outermost first, ending in the job's own code, never still for long.
-    assert last["stack"][0][1] == "<module>" and last["stack"][-1][2] == "phase_shares_job.py"
+    # (innermost: the job's own line, or a framework's frame under it mid-backward)
+    assert last["stack"][0][1] == "<module>"
+    assert any(frame[2] == "phase_shares_job.py" for frame in last["stack"]), last["stack"]
     assert last["stack_phase"] in SHARES and last["stack_still_s"] < 5.0
     assert len(last["stack_sig"]) == 8
 
@@ -106,7 +108,7 @@ def test_hf_and_lightning_steps_read_as_forward_backward_and_optimizer(
         extra={"GPUSAT_PROBE_STACK_HZ": "100"})
     try:
         pid = wait_ready(proc, timeout=240)
-        _, last = window(private_probe_dir, pid, 400)
+        _, last = window(private_probe_dir, pid, 1500)  # each phase sampled on a busy machine
     finally:
         rc, _, err = stop_job(proc, timeout=120)
     assert rc == 0, err[-2000:]

@@ -490,7 +490,8 @@ async def test_a_backed_off_tool_that_answers_again_is_asked_every_poll(
     steps = [[card(0, 40)], Step(mode="hang"), Step(mode="hang"),
              *([[card(0, 70)]] * 4)]
     tool = fake_bin.add("toy-smi", toy_render, steps)
-    src = source(fake_bin, toy_spec(), timeout=0.2)
+    # 1 s: a fake tool's answer took over 0.2 s once on a loaded machine, a third "hang".
+    src = source(fake_bin, toy_spec(), timeout=1.0)
     frames = await poll_n(src, 7)
     # Calls on polls 0, 1, 2 (hung twice: skip 2), then 5 answers and 6 is asked at once.
     assert tool.calls() == 5

@@ -65,7 +65,7 @@ def _quick_restarts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 async def no_leftovers(fake_bin: FakeBin) -> None:
     assert leftover_processes(fake_bin.dir, grace=1.0) == []
     assert zombie_children() == []
-    assert not streams._STREAMS and not procs._RUNNING
+    assert not streams._STREAMS and not procs.RUNNING
 
 
 async def poll_until(src: LiveSource, done, limit: float = 5.0) -> list[Frame]:

@@ -20,14 +20,27 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
+    "RUNNING",
     "CallTimedOut",
     "OutputTooLarge",
     "RunResult",
     "ToolFailed",
     "ToolRefused",
     "kill_running_tools",
+    "read_ready",
     "run_tool",
 ]
+
+def read_ready(fd: int) -> bytes | None:
+    """What a non-blocking pipe or pty holds now: None when nothing yet, ``b""`` at its end
+    (EOF, or EIO once a pty's other end is closed: the child exited)."""
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
 
 #: Output beyond this is garbage by definition (a 16-chip npu-smi table is ~10 KiB).
 MAX_OUTPUT_BYTES = 1 << 20
@@ -76,7 +89,7 @@ _EXIT_POLL_S = 0.005
 
 #: Tool calls running right now, so that a dying front end can kill them (see
 #: `kill_running_tools`). Only touched from the event loop's thread.
-_RUNNING: set[subprocess.Popen[bytes]] = set()
+RUNNING: set[subprocess.Popen[bytes]] = set()
 
 
 #: Called first by `kill_running_tools`, each returning how many children it ended: the
@@ -93,7 +106,7 @@ def kill_running_tools() -> int:
     shutdown step that could block.
     """
     stopped = sum(hook() for hook in KILL_HOOKS)
-    running = list(_RUNNING)
+    running = list(RUNNING)
     for proc in running:
         _kill_and_reap(proc)
     return stopped + len(running)
@@ -132,12 +145,9 @@ async def _read_both(proc: subprocess.Popen[bytes], cap: int) -> tuple[bytes, by
         open_fds.discard(fd)
 
     def on_readable(fd: int) -> None:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
+        chunk = read_ready(fd)
+        if chunk is None:
             return
-        except OSError:
-            chunk = b""
         if not chunk:
             stop(fd)
             if not open_fds and not done.done():
@@ -181,7 +191,7 @@ async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) 
         start_new_session=True,
         close_fds=True,
     )
-    _RUNNING.add(proc)
+    RUNNING.add(proc)
     try:
         async with asyncio.timeout(timeout):
             out, err = await _read_both(proc, cap)
@@ -195,7 +205,7 @@ async def run_tool(argv: Sequence[str], timeout: float, cap: int | None = None) 
             raise CallTimedOut from None
         raise
     finally:
-        _RUNNING.discard(proc)
+        RUNNING.discard(proc)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()

@@ -304,7 +304,7 @@ class ToolStream:
             raise
         if slave is not None:
             os.close(slave)
-        procs._RUNNING.add(proc)
+        procs.RUNNING.add(proc)
         self._proc = proc
         assert proc.stderr is not None
         if master is not None:
@@ -329,12 +329,9 @@ class ToolStream:
         if fd is None:
             return
         self._settle_if_due()  # rows that paused before this chunk are a record already
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
+        chunk = procs.read_ready(fd)
+        if chunk is None:
             return
-        except OSError:  # EIO: the pty's other end is closed (the child exited)
-            chunk = b""
         if not chunk:
             self._on_eof()
             return
@@ -402,12 +399,9 @@ class ToolStream:
         fd = self._err_fd
         if fd is None:
             return
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
+        chunk = procs.read_ready(fd)
+        if chunk is None:
             return
-        except OSError:
-            chunk = b""
         if not chunk:
             assert self._loop is not None
             self._loop.remove_reader(fd)
@@ -460,7 +454,7 @@ class ToolStream:
                     self._loop.remove_reader(fd)
         if kill:
             procs._kill_and_reap(proc)
-        procs._RUNNING.discard(proc)
+        procs.RUNNING.discard(proc)
         if self._use_pty and self._out_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._out_fd)

@@ -182,7 +182,7 @@ class GpusatApp(App[int]):
         # The fleet view: its list puts the worst first and folds the healthy (`FleetList`),
         # and chart history is kept for the cards on screen only (`FleetState`).
         fleet = isinstance(self.tracker, FleetTracker)
-        self.state = FleetState() if fleet else DashboardState()
+        self.state = FleetState.for_tracker(self.tracker) if fleet else DashboardState()
         self.frames_shown = 0
         #: Jobs on the newest frame shown besides the followed one: `j` picks one of them.
         self._other_jobs = 0

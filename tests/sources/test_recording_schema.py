@@ -21,8 +21,13 @@ RECORDING_V1_FIELDS = {
     },
     model.Frame: {
         "t", "seq", "cards", "card_processes", "processes", "host", "errors", "notes",
-        "monitor_cpu_pct", "raw", "probes", "jobs",
+        "monitor_cpu_pct", "raw", "probes", "jobs", "fleet",
     },
+    model.FleetSummary: {
+        "hosts", "cards", "kinds", "down_hosts", "problems", "healthy", "healthy_ids",
+        "job_cards", "host_busy",
+    },
+    model.FleetItem: {"id", "host", "kind", "cause", "job", "util_pct"},
     model.JobContext: {
         "scheduler", "job_id", "step", "name", "user", "partition", "namespace", "pod_uid",
         "command", "source", "pids", "card_ids", "host",

@@ -303,8 +303,8 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
     rows = rows_query(["node-a/nvidia:1", "node-b/nvidia:0", "node-b/nvidia:1"], places)
     assert rows is not None
     queries["rows"] = rows
-    # Two tries: an exporter may poll between the real answer and the stored copy.
-    for attempt in range(3):
+    # Three tries: an exporter may poll between the real answer and the stored copy.
+    for _attempt in range(3):
         store = _stored_as_store(fleet.prom)
         mismatched = []
         for name, promql in queries.items():
@@ -315,7 +315,8 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
         if not mismatched:
             break
         time.sleep(1.0)
-    assert not mismatched, [(n, len(r), len(o), sorted(set(r) ^ set(o))[:1]) for n, q, r, o in mismatched]
+    assert not mismatched, [(n, len(r), len(o), sorted(set(r) ^ set(o))[:1])
+                            for n, _, r, o in mismatched]
     # What the answers become: the cards as the scenarios made them.
     now = time.time()
     view = read_view({name.split("/")[0]: {"result": [

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.prom.promql_subset import Series, Store
 
-__all__ = ["StoreAPI", "Host", "host_samples", "fleet_store"]
+__all__ = ["Host", "StoreAPI", "fleet_store", "host_samples"]
 
 
 @dataclass(frozen=True)

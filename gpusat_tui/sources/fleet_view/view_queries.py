@@ -7,7 +7,8 @@ jobs they are in and the rows on screen, not with the healthy fleet. What each q
 
 - ``counts``: cards per verdict kind, and the hosts (one number each);
 - ``problems``: every card that is not healthy, with its utilisation (the waste that orders the
-  list) and the hosts whose exporter saw a card lag within the host;
+  list), only the labels that name the card kept (``max by``), and the hosts whose exporter
+  saw a card lag within the host;
 - ``down``: the cards and hosts whose series were there in the last `DOWN_WINDOW` and are gone
   (an exporter stopped, a scrape failing), with the exporter's last poll time;
 - ``jobs``: the problem cards' jobs, their info series and how many cards each has in all;
@@ -52,6 +53,9 @@ HEALTHY_KINDS = ("saturated", "idle")
 _HEALTHY = "saturated|idle"
 _LAST_POLL = "gpusat_exporter_last_poll_timestamp_seconds"
 _IMBALANCED = 'kind="imbalanced"'
+#: The labels that name a card: what the problem cards' answers keep of their series' labels
+#: (a card's name, UUID and scrape job would double the answer).
+_CARD = "host, instance, vendor, index, card"
 
 
 def host_regex(pattern: str) -> str:
@@ -82,8 +86,9 @@ def view_queries(request: ViewRequest, matchers: Sequence[str] = ()) -> dict[str
     queries = {
         "counts": f"count by (kind) ({verdict} == 1) or count(count by (instance) ({last_poll}))",
         "problems": (
-            f"{problem} or gpusat_card_utilization_ratio{_braces(m)} and on (instance, card) "
-            f"({problem}) or gpusat_job_verdict{_braces([*m, _IMBALANCED])} == 1"
+            f"max by ({_CARD}, kind, cause) ({problem}) or max by ({_CARD}) "
+            f"(gpusat_card_utilization_ratio{_braces(m)} and on (instance, card) ({problem}))"
+            f" or gpusat_job_verdict{_braces([*m, _IMBALANCED])} == 1"
         ),
         "down": (
             f"last_over_time({verdict}[{DOWN_WINDOW}]) == 1 unless on (instance) {last_poll}"
@@ -207,15 +212,15 @@ def read_view(answers: Mapping[str, Mapping[str, Any] | None], now: float) -> Vi
             out.job_verdicts[host_of(labels)] = RemoteVerdict("imbalanced", _cause(labels))
             continue
         key = card_key(labels, notes)
-        if key is None:
+        if key is None or name is not None:
             continue
         card_id = key_id(key)
-        if name == "gpusat_card_utilization_ratio":
+        kind = labels.get("kind")
+        if kind is None:  # the card's utilisation
             if value is not None:
                 util[card_id] = 100.0 * value
             continue
-        kind = labels.get("kind")
-        if name != "gpusat_card_verdict" or not is_verdict_kind(kind):
+        if not is_verdict_kind(kind):
             continue
         out.verdicts[card_id] = RemoteVerdict(kind, _cause(labels))
         out.places[card_id] = _place(labels)

@@ -34,7 +34,7 @@ from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.text import clean
-from gpusat_tui.ui.fleet_state import FleetState
+from gpusat_tui.ui.fleet_state import FleetState, cards_in
 from gpusat_tui.ui.followed_job import JobFollower, ended_panel_text
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
 from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
@@ -487,7 +487,7 @@ class GpusatApp(App[int]):
         probes = list(frame.probes)
         ended = followed.ended_line() if followed is not None else None
         if ended is not None:
-            self.job_bar.show(len(frame.cards), self.assessment.job, None, "", "", ended=ended)
+            self.job_bar.show(cards_in(frame), self.assessment.job, None, "", "", ended=ended)
         elif multi:
             jobs_shown = self.follower.jobs_shown(frame.jobs)
             who, energy = job_summary(jobs_shown, self.state.energy)
@@ -498,7 +498,7 @@ class GpusatApp(App[int]):
             job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
             figure = probe_summary(job_probes, job_span) if self.overview or not probes \
                 else None
-            self.job_bar.show(len(frame.cards), self.assessment.job, figure, who, energy,
+            self.job_bar.show(cards_in(frame), self.assessment.job, figure, who, energy,
                               n_jobs=len(jobs_shown))
         # Only the view on screen is updated; the other catches up when the view changes
         # (``watch_overview`` renders again). A hidden widget's refresh would cost far more

@@ -19,11 +19,17 @@ from gpusat_tui.model import Frame
 from gpusat_tui.sources.fleet_view.view_request import FleetView
 from gpusat_tui.ui.state import DashboardState
 
-__all__ = ["MAX_CARDS", "FleetState"]
+__all__ = ["MAX_CARDS", "FleetState", "cards_in"]
 
 #: Most cards whose history is kept: a tall pane's rows, twice over (rows scrolled past stay
 #: until the cap needs their room).
 MAX_CARDS = 256
+
+
+def cards_in(frame: Frame) -> int:
+    """The cards the job line counts: a fleet summary's whole fleet where the Frame holds only
+    the rows on screen, else the Frame's."""
+    return frame.fleet.cards if frame.fleet is not None else len(frame.cards)
 
 
 @dataclass

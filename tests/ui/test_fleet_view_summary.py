@@ -63,6 +63,7 @@ async def test_worst_first_from_the_summary_queries_with_the_healthy_folded() ->
         text = screen_text(app)
         assert ("20 hosts · 80 cards: 4 stalled in 1 job, 12 starving in 2 jobs, 1 host "
                 "down, the rest saturated or idle") in text
+        assert "(80 cards)" in text  # the job line counts the fleet, not the rows fetched
         lines = app.card_list.lines
         # Jobs first, by severity then waste: the stalled job, the starving job wasting 90 %
         # of 4 cards (3.6 cards) before the one wasting 40 % of 8 (3.2), then the gone host

@@ -250,7 +250,8 @@ def summary_triage(
             summary.job_cards.get(key, 0) if is_job else host_cards.get(key, 0)
         )
     by_kind = dict(summary.kinds)
-    word_filter = bool(flt.job or flt.user or flt.words)
+    word_filter = bool(flt.job or flt.user or flt.words) or bool(
+        flt.kind and not any(kind.startswith(flt.kind) for kind in HEALTHY))
     healthy = 0 if word_filter else summary.healthy
     ids = () if word_filter else tuple(summary.healthy_ids)
     return Triage(

@@ -11,6 +11,7 @@ from typing import Any
 from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.sources.fleet_view.fleet import FleetSource
 from gpusat_tui.sources.fleet_view.fleet_answers import instant_query
+from gpusat_tui.sources.fleet_view.prometheus_api import FleetError
 from gpusat_tui.sources.fleet_view.view_request import FleetView
 from gpusat_tui.ui.app import GpusatApp
 from tests.prom.synthetic_fleet import Host, StoreAPI, fleet_store
@@ -188,4 +189,26 @@ async def test_rows_are_fetched_as_the_selection_moves() -> None:
         # The rows scrolled past are no longer asked for.
         last: Any = app.frame
         assert last.card("gpu-00/nvidia:0") is None
+        await pilot.press("q")
+
+
+class CutHistory(StoreAPI):
+    def get(self, endpoint: str, params: Any) -> Any:
+        if endpoint == "query_range":
+            raise FleetError("answer cut: over the 64 MiB limit (narrow the view with --match)",
+                             "parse")
+        return super().get(endpoint, params)
+
+
+async def test_a_cut_history_is_said_on_screen_with_the_summary_queries() -> None:
+    api = CutHistory(fleet_store(small_fleet(time.time())))
+    source = FleetSource("http://prom.test:9090", interval=0.05, api=api,  # type: ignore[arg-type]
+                         view=FleetView())
+    tracker = FleetTracker(lambda: source.verdicts, lambda: source.job_verdicts)
+    tracker.view = source.view
+    app = GpusatApp(source, tracker=tracker, interval=0.05, own_cpu=lambda: 0.1, view="card")
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot, lambda: "prometheus parse: start-up history: answer cut"
+                     in screen_text(app), timeout=20)
+        assert app.card_list.fold_id is not None  # the list came all the same
         await pilot.press("q")

@@ -118,6 +118,8 @@ class FleetList(CardList):
         self.fold_id: str | None = None
         #: Whether the healthy header stands for no card (`FOLD_CARD`): a fleet summary's.
         self.stand_in = False
+        #: (id, kind) -> the row's card before its figures (kept while the row is listed).
+        self._row_cards: dict[tuple[str, str], CardReading] = {}
         #: Kinds of the rows a fleet summary lists (their verdicts until their figures come).
         self.item_kinds: dict[str, str] = {}
 
@@ -132,12 +134,13 @@ class FleetList(CardList):
         self.item_kinds = {}
         if frame.fleet is not None:  # the server's summary: rows without figures yet
             self.triage = summary_triage(frame.fleet, frame.jobs, self.filter)
+            made, self._row_cards = self._row_cards, {}
             for item in frame.fleet.problems:
                 self.item_kinds[item.id] = item.kind
                 if item.id not in by_id:
-                    card = _row_card(item)
+                    card = made.get((item.id, item.kind)) or _row_card(item)
                     if card is not None:
-                        by_id[item.id] = card
+                        by_id[item.id] = self._row_cards[(item.id, item.kind)] = card
             for card_id in frame.fleet.healthy_ids:
                 self.item_kinds[card_id] = "saturated"
                 if card_id not in by_id:

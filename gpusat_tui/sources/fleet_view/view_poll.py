@@ -142,11 +142,6 @@ class ViewPoll:
             source.job_verdicts = answer.job_verdicts
             source.jobs = answer.jobs
             notes.extend(answer.notes)
-            errors.extend(
-                ToolError(tool=host, kind="stale",
-                          message=f"no figures for {age:.0f} s (exporter down or not scraped)")
-                for host, age in sorted(answer.down_hosts.items())
-            )
             source.set_failing(failing, answer.summary.hosts)
             if not answer.summary.cards:
                 notes.append(
@@ -162,6 +157,12 @@ class ViewPoll:
             notes.extend(read.notes)
         cards = self._cards(rows, fresh, answer, now)
         errors.extend(source.history_errors())
+        if answer is not None:  # the server's and the history's first: the status line's
+            errors.extend(
+                ToolError(tool=host, kind="stale",
+                          message=f"no figures for {age:.0f} s (exporter down or not scraped)")
+                for host, age in sorted(answer.down_hosts.items())
+            )
         return Frame(
             t=t, seq=source.next_seq(), cards=group_by_job(cards, source.jobs), errors=errors,
             notes=notes, jobs=source.jobs, fleet=self.summary,

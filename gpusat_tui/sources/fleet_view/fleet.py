@@ -1,7 +1,9 @@
 """The fleet view's source: every host's cards, read from a Prometheus server's HTTP API.
 
 Each node runs ``gpusat-tui export``; Prometheus scrapes them; `FleetSource` asks Prometheus
-(``/api/v1/query``) once per interval for the gpusat card series and the verdicts, and yields
+(``/api/v1/query``) once per interval for the gpusat card series and the verdicts (with a
+`FleetView`, the dashboard's: only the fleet's summary and the rows on screen, `view_poll`), and
+yields
 the same `Frame`s as the live and replay sources: one `CardReading` per host x card, with
 ``host`` set, so card ids (``host/vendor:index``) stay unique across hosts while single-host
 ids are unchanged. Hosts are told apart by the ``host`` label the exporter sets, else by

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from gpusat_tui.commands import export_metrics
 from gpusat_tui.commands.check_report import CheckBuilder
 from gpusat_tui.commands.check_schema import CheckReport
+from gpusat_tui.commands.metric_table import METRICS
 from tests.commands.output_frames import ASSESSMENT, full_frames
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -57,5 +58,5 @@ def test_metrics_text_is_byte_for_byte_the_golden(monkeypatch: pytest.MonkeyPatc
     text = generate_latest(registry).decode()
     helped = {line.split()[2] for line in text.splitlines() if line.startswith("# HELP")}
     # Every family is served (a counter's HELP names it without ``_total``).
-    assert all({m.name, m.name.removesuffix("_total")} & helped for m in export_metrics.METRICS)
+    assert all({m.name, m.name.removesuffix("_total")} & helped for m in METRICS)
     _same_as_golden("metrics_full.txt", text)

@@ -62,7 +62,7 @@ from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
 from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.measured import Rank
+    from gpusat_tui.analysis.probe_ranks import Rank
 
 #: Seconds of steady running the first own-CPU figure is measured over.
 CPU_FIRST_FIGURE_S = 2.0

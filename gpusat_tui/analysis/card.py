@@ -18,8 +18,8 @@ from gpusat_tui.analysis.card_figures import (
     window_figures,
 )
 from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.evidence import HostEvidence
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
 from gpusat_tui.analysis.outside_words import busy_lines, outside_words, tied_dumps
 from gpusat_tui.analysis.probe_words import frozen_lines

@@ -16,7 +16,7 @@ among findings of one rank the first rule wins (`causes.find_cause`).
 from __future__ import annotations
 
 from gpusat_tui.analysis.cause_finding import CauseContext, CauseRule, Finding
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.progress import rate_words
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import host_line, pct, plural, worker_line

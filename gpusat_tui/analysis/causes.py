@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from gpusat_tui.analysis.cause_finding import CauseContext, CauseRule, Finding
 from gpusat_tui.analysis.cause_rules import CAUSE_RULES
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import host_line, pct, worker_line
 

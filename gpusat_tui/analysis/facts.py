@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
+from gpusat_tui.analysis.probe_facts import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
 from gpusat_tui.model import LIMITING, Frame, ProcessSample, StackDump, split_reasons
 
@@ -243,11 +243,11 @@ class FrameFacts:
     #: What the probes in the trainers measured; empty without a probe.
     probes: tuple[ProbeFacts, ...] = ()
     #: (pid, card ids) of each trainer that names its cards, in process order, and whether
-    #: any process names cards: what `evidence.ProcessTie` folds over a window.
+    #: any process names cards: what `process_tie.ProcessTie` folds over a window.
     trainer_cards: tuple[tuple[object, tuple[str, ...]], ...] = ()
     any_card_ids: bool = False
     #: (job key, its trainers' PIDs, its cards) of each job the frame names (`Frame.jobs`):
-    #: what tells jobs apart (`evidence.ProcessTie`). Empty in older recordings.
+    #: what tells jobs apart (`process_tie.ProcessTie`). Empty in older recordings.
     jobs: tuple[tuple[str, tuple[object, ...], tuple[str, ...]], ...] = ()
     #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
     #: the statistics of a window read.
@@ -260,7 +260,7 @@ class FrameFacts:
     #: Whether any fresh reading names a limiting clock-event reason (NVIDIA's tools only).
     any_throttle: bool = False
     #: Figures derived from this frame alone that a window reads again on every poll (the
-    #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
+    #: host evidence of one card at this poll, `host_evidence.EvidenceCache`). Keyed per card, so
     #: bounded by the cards in the frame's windows; it goes with the frame. Keys are (what,
     #: card id); each user reads back the tuple it stored.
     memo: dict[tuple[str, str | None], tuple[Any, ...]] = field(

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from itertools import repeat
 
 from gpusat_tui.analysis.card_figures import throttle_counts
-from gpusat_tui.analysis.evidence import ProcessTie
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, sorted_figures
+from gpusat_tui.analysis.process_tie import ProcessTie
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import duration, pct
 from gpusat_tui.model import UTIL_LABELS

@@ -17,10 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag
-from gpusat_tui.analysis.measured import Rank, Straggler, straggler
 from gpusat_tui.analysis.probe_only import probe_only_verdict
+from gpusat_tui.analysis.probe_ranks import Rank
+from gpusat_tui.analysis.straggler import Straggler, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.wording import pct
 from gpusat_tui.analysis.worker_advice import one_worker_count
@@ -266,7 +267,7 @@ def judge_job(
     ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
 
     With probes in two or more ranks (``ranks``), the straggler is the rank the probes show
-    out of line (`measured.straggler`): named in ``why`` and decisive even when the cards'
+    out of line (`straggler.straggler`): named in ``why`` and decisive even when the cards'
     utilisation looks even (the others' all-reduce wait keeps their duty cycle up).
     With no card at all but probed trainers (no accelerator tool), the verdict stands on the
     probes and the host (``evidence``: the host evidence of the window; `probe_only`).

@@ -1,50 +1,27 @@
-"""Measured evidence: what the probes inside the trainers saw, over a window.
+"""Measured evidence: what the probes inside the trainers driving one card saw, over a window.
 
 The probe times ``next(dataloader)``, counts steps and reads the allocator in the training
 process itself, so its figures outrank everything inferred from outside (a duty-cycle
-utilisation, power, worker CPU). This module turns the `ProbeSample`s of a window into
-`Measured` per card (data-wait share of the window, step time, throughput, allocator figures)
-and `Rank` per trainer (for the straggler), plus the sentences that quote them. Pure.
-
-The data-wait share, step time and samples/s of a window come from the cumulative counters of
-its first and last publication (`probe_rates`): exact where two publications of one process
-are in it, whatever the publishing interval; else the publication's own figures. A process
-that never got a batch from a DataLoader gives no data-wait figure (its loop reads data some
-other way), and publications older than ``probe_max_age_s`` are not evidence.
+utilisation, power, worker CPU). `Measured` gathers the window's `probe_ranks.Rank`s of one
+card and says what they show: the data wait of the rank that waits most, the step's phases,
+measured fragmentation, and the sentences that quote them. Pure.
 """
 
 from __future__ import annotations
 
-import os
-import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.probe_rates import span_rates
+from gpusat_tui.analysis.probe_facts import PHASE_WORDS
+from gpusat_tui.analysis.probe_ranks import Rank
 from gpusat_tui.analysis.probe_words import lines_words, note_line, phases_words, wait_sentence
-from gpusat_tui.analysis.stack_shares import StackShares, stack_shares
-from gpusat_tui.analysis.window import num
-from gpusat_tui.model import CodeLine, Frame, ProbeAlloc
+from gpusat_tui.model import ProbeAlloc
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.thresholds import Thresholds
 
-__all__ = [
-    "PHASE_WORDS",
-    "RUN_ADVICE",
-    "Measured",
-    "ProbeFacts",
-    "Rank",
-    "Straggler",
-    "WithProbes",
-    "measured_for_card",
-    "probe_facts",
-    "probe_phase",
-    "ranks_of",
-    "sample_phase",
-    "straggler",
-]
+__all__ = ["RUN_ADVICE", "Measured", "measured_for_card"]
 
 #: Advice for a verdict that rests on outside clues only.
 RUN_ADVICE = (
@@ -52,262 +29,6 @@ RUN_ADVICE = (
     "(or torchrun ...) and the verdict stands on its measured data wait, step time and "
     "allocator"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeFacts:
-    """The figures of one ProbeSample the verdict reads, taken once per frame."""
-
-    pid: int
-    rank: int | None
-    card_id: str | None
-    tie: str | None
-    data_wait_s: float | None
-    elapsed_s: float | None
-    data_wait_pct: float | None
-    step_ms: float | None
-    samples_per_s: float | None
-    batches_per_s: float | None
-    batches: int
-    age_s: float | None
-    alloc: ProbeAlloc | None
-    steps: int = 0
-    last_batch_s: float | None = None
-    last_step_s: float | None = None
-    batch_size: int | None = None
-    num_workers: int | None = None
-    world_size: int | None = None
-    #: Why the probe does not measure this trainer's data wait (then no wait figure).
-    wait_note: str | None = None
-    #: Whose hooks measured ("torch", "tf.data", "mindspore"...).
-    framework: str | None = None
-    #: The training thread's newest sampled stack (`ProbeSample`): for how long it has not
-    #: changed, its phase, the framework function that decided it, its innermost user line
-    #: ("train.py:88") and its signature; None without a sampling probe.
-    stack_still_s: float | None = None
-    stack_phase: str | None = None
-    stack_where: str | None = None
-    stack_line: str | None = None
-    stack_sig: str | None = None
-    #: The sampler's cumulative counts (`stack_shares` takes a window's shares from two).
-    stack_samples: int = 0
-    phase_samples: Mapping[str, int] = field(default_factory=dict)
-    user_lines: tuple[CodeLine, ...] = ()
-
-
-def probe_facts(frame: Frame) -> tuple[ProbeFacts, ...]:
-    probes = getattr(frame, "probes", None)
-    if not isinstance(probes, list | tuple):
-        return ()
-    out = []
-    for p in probes:
-        pid = getattr(p, "pid", None)
-        if not isinstance(pid, int):
-            continue
-        card = getattr(p, "card_id", None)
-        rank = getattr(p, "rank", None)
-        batches = getattr(p, "batches", 0)
-        size = getattr(p, "batch_size", None)
-        workers = getattr(p, "num_workers", None)
-        alloc = getattr(p, "alloc", None)
-        note = getattr(p, "data_wait_note", None)
-        out.append(ProbeFacts(
-            pid=pid,
-            rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
-            card_id=card if isinstance(card, str) else None,
-            tie=getattr(p, "tie", None) if isinstance(getattr(p, "tie", None), str) else None,
-            data_wait_s=num(getattr(p, "data_wait_s", None)),
-            elapsed_s=num(getattr(p, "elapsed_s", None)),
-            data_wait_pct=num(getattr(p, "data_wait_pct", None)),
-            step_ms=num(getattr(p, "step_ms", None)),
-            samples_per_s=num(getattr(p, "samples_per_s", None)),
-            batches_per_s=num(getattr(p, "batches_per_s", None)),
-            batches=batches if isinstance(batches, int) else 0,
-            age_s=num(getattr(p, "age_s", None)),
-            alloc=alloc if isinstance(alloc, ProbeAlloc) else None,
-            steps=_count(getattr(p, "steps", 0)) or 0,
-            world_size=_count(getattr(p, "world_size", None)),
-            last_batch_s=num(getattr(p, "last_batch_s", None)),
-            last_step_s=num(getattr(p, "last_step_s", None)),
-            batch_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-            num_workers=(workers if isinstance(workers, int) and not isinstance(workers, bool)
-                         else None),
-            wait_note=note if isinstance(note, str) and note else None,
-            framework=(getattr(p, "framework", None)
-                       if isinstance(getattr(p, "framework", None), str) else None),
-            stack_still_s=num(getattr(p, "stack_still_s", None)),
-            stack_phase=_text(getattr(p, "stack_phase", None)),
-            stack_where=_text(getattr(p, "stack_where", None)),
-            stack_line=_stack_line(p),
-            stack_sig=_text(getattr(p, "stack_sig", None)),
-            stack_samples=_count(getattr(p, "stack_samples", 0)) or 0,
-            phase_samples=_mapping(getattr(p, "phase_samples", None)),
-            user_lines=_lines(getattr(p, "user_lines", ())),
-        ))
-    return tuple(out)
-
-
-def _mapping(value: object) -> Mapping[str, int]:
-    return value if isinstance(value, dict) else {}
-
-
-def _lines(value: object) -> tuple[CodeLine, ...]:
-    if not isinstance(value, tuple):
-        return ()
-    return tuple(v for v in value if isinstance(v, CodeLine))
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _stack_line(p: object) -> str | None:
-    """``train.py:88``: the newest sampled stack's innermost user line (`ProbeFacts`)."""
-    line = getattr(p, "stack_line", None)
-    file, number = getattr(line, "file", None), getattr(line, "line", None)
-    if isinstance(file, str) and isinstance(number, int):
-        return f"{os.path.basename(file)}:{number}"
-    return None
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def probe_phase(batches_delta: int, steps_delta: int, steps: int) -> str | None:
-    """``eval`` for batches without optimizer steps after steps were counted (validation,
-    generation); ``no-steps`` for batches where no optimizer step was ever counted (an
-    inference job, or an optimizer the probe cannot see); ``train`` with steps; None when no
-    batch moved."""
-    if steps_delta > 0:
-        return "train"
-    if batches_delta <= 0:
-        return None
-    return "eval" if steps > 0 else "no-steps"
-
-
-def sample_phase(probe: object) -> str | None:
-    """`probe_phase` of one publication (a `ProbeSample`, or its `ProbeFacts`): over its last
-    interval, batches without an optimizer step give no step time while ``steps`` is already
-    counted."""
-    rate = num(getattr(probe, "batches_per_s", None))
-    steps = getattr(probe, "steps", 0)
-    if not isinstance(steps, int) or rate is None or rate <= 0:
-        return None
-    step_ms = num(getattr(probe, "step_ms", None))
-    if steps > 0 and step_ms is None:
-        return "eval"
-    return "train" if steps > 0 else "no-steps"
-
-
-#: How the job line and ``why`` name a phase.
-PHASE_WORDS = {
-    "eval": "evaluation (batches without optimizer steps)",
-    "no-steps": "batches without optimizer steps (inference, or an optimizer not seen)",
-    "train": "training",
-}
-
-
-@dataclass
-class Rank:
-    """One probed trainer over the window."""
-
-    pid: int
-    rank: int | None
-    card_id: str | None
-    tie: str | None
-    #: Data-wait share of the window, percent (None: the loop used no DataLoader).
-    wait_pct: float | None
-    step_ms: float | None
-    samples_per_s: float | None
-    batches_per_s: float | None
-    span_s: float
-    publications: int
-    first_alloc: ProbeAlloc | None
-    last_alloc: ProbeAlloc | None
-    #: The DataLoader's worker processes as the probe read them; None if unknown.
-    num_workers: int | None = None
-    world_size: int | None = None
-    #: The step's phases and the user's hottest lines over the window (`stack_shares`); None
-    #: without a sampling probe.
-    stack: StackShares | None = None
-    #: Batches and optimizer steps counted over the window, and the phase they show.
-    batches_delta: int = 0
-    steps_delta: int = 0
-    phase: str | None = None
-    #: Why this trainer's data wait is not measured (its ``wait_pct`` is then None).
-    wait_note: str | None = None
-    framework: str | None = None
-
-    @property
-    def who(self) -> str:
-        return f"PID {self.pid}" + (f", rank {self.rank}" if self.rank is not None else "")
-
-    @property
-    def name(self) -> str:
-        return f"rank {self.rank}" if self.rank is not None else f"PID {self.pid}"
-
-
-class WithProbes(Protocol):
-    """What `ranks_of` reads of a frame's facts (`facts.FrameFacts`, which is built on this
-    module's `probe_facts`)."""
-
-    @property
-    def probes(self) -> tuple[ProbeFacts, ...]: ...
-
-
-def ranks_of(facts: Sequence[WithProbes], th: Thresholds) -> list[Rank]:
-    """Every probed trainer in the window with fresh publications, by rank then PID."""
-    by_pid: dict[int, list[ProbeFacts]] = {}
-    for ff in facts:
-        for p in ff.probes:
-            if p.age_s is not None and p.age_s > th.probe_max_age_s:
-                continue
-            by_pid.setdefault(p.pid, []).append(p)
-    ranks: list[Rank] = []
-    for pid, pubs in by_pid.items():
-        # One entry per publication (a file read twice between two writes counts once).
-        seen: dict[float | None, ProbeFacts] = {}
-        for p in pubs:
-            seen.setdefault(p.elapsed_s, p)
-        distinct = list(seen.values())
-        last = pubs[-1]
-        figures = span_rates(distinct)
-        allocs = [p.alloc for p in pubs if p.alloc is not None]
-        first = min(distinct, key=lambda p: p.elapsed_s or 0.0)
-        newest = max(distinct, key=lambda p: p.elapsed_s or 0.0)
-        d_batches = max(0, newest.batches - first.batches)
-        d_steps = max(0, newest.steps - first.steps)
-        if len(distinct) >= 2:
-            phase = probe_phase(d_batches, d_steps, newest.steps)
-        else:
-            phase = sample_phase(newest)
-        ranks.append(Rank(
-            pid=pid,
-            rank=last.rank,
-            card_id=last.card_id,
-            tie=last.tie,
-            # A process that never got a batch waits on nothing we time: no figure.
-            # Nor one whose probe says its wait is not measured (Keras fit, data sink...).
-            wait_pct=figures.wait_pct if last.batches > 0 and not last.wait_note else None,
-            step_ms=figures.step_ms,
-            samples_per_s=figures.samples_per_s,
-            batches_per_s=figures.batches_per_s,
-            span_s=figures.span_s,
-            publications=len(distinct),
-            first_alloc=allocs[0] if allocs else None,
-            last_alloc=allocs[-1] if allocs else None,
-            num_workers=last.num_workers,
-            world_size=last.world_size,
-            batches_delta=d_batches,
-            steps_delta=d_steps,
-            phase=phase,
-            wait_note=last.wait_note,
-            framework=last.framework,
-            stack=stack_shares(first, newest),
-        ))
-    ranks.sort(key=lambda r: (r.rank if r.rank is not None else 1 << 30, r.pid))
-    return ranks
 
 
 @dataclass
@@ -433,56 +154,3 @@ def measured_for_card(ranks: Sequence[Rank], card_id: str) -> Measured | None:
         return None  # no probe in the window (most windows)
     mine = [r for r in ranks if r.card_id == card_id]
     return Measured(mine) if mine else None
-
-
-@dataclass(frozen=True)
-class Straggler:
-    """The rank the probes show out of line, and how."""
-
-    rank: Rank
-    #: The lines that say so (the job's ``why``).
-    lines: list[str]
-    #: "data-wait": it waits on its DataLoader while the others, in lock-step, wait for it in
-    #: the collective; "step": it steps slower (ranks that do not step in lock-step).
-    basis: str
-
-
-def straggler(ranks: Sequence[Rank], th: Thresholds) -> Straggler | None:
-    """The rank out of line with the others, and the lines that say so; None if none is.
-
-    First by data wait: one rank waits on its DataLoader while the others (waiting in the
-    collective for it) do not; where every rank waits on data, none is singled out. Else by
-    step time, for ranks that do not step in lock-step.
-    """
-    waits = [r for r in ranks if r.wait_pct is not None]
-    if len(waits) >= 2:
-        worst = max(waits, key=lambda r: r.wait_pct or 0.0)
-        others = [r for r in waits if r is not worst]
-        base = statistics.median(r.wait_pct or 0.0 for r in others)
-        wait = worst.wait_pct or 0.0
-        # The others must not be input-bound themselves: ranks that all wait on their data
-        # split a synchronised step's slack between data wait and the collective at random,
-        # so equal ranks read 60 % and 40 % as often as not; that is input-bound everywhere,
-        # not one rank holding the rest back.
-        if (wait >= th.data_wait_starving_pct and wait - base >= th.straggler_wait_gap_pct
-                and base < th.data_wait_starving_pct):
-            names = ", ".join(r.name for r in others)
-            return Straggler(worst, basis="data-wait", lines=[
-                f"{worst.name} (PID {worst.pid}"
-                + (f", {worst.card_id}" if worst.card_id else "")
-                + f") waits {wait:.0f} % of the window on its DataLoader while {names} "
-                f"wait{'s' if len(others) == 1 else ''} {base:.0f} %: measured in the "
-                "trainers; the others spend that time waiting for it in the collective",
-            ])
-    steps = [r for r in ranks if r.step_ms is not None]
-    if len(steps) >= 2:
-        worst = max(steps, key=lambda r: r.step_ms or 0.0)
-        others = [r for r in steps if r is not worst]
-        base = statistics.median(r.step_ms or 0.0 for r in others)
-        if base > 0 and (worst.step_ms or 0.0) >= th.straggler_step_ratio * base:
-            return Straggler(worst, basis="step", lines=[
-                f"{worst.name} (PID {worst.pid}) steps in {worst.step_ms:,.0f} ms while "
-                f"{', '.join(r.name for r in others)} take {base:,.0f} ms: measured in the "
-                "trainers",
-            ])
-    return None

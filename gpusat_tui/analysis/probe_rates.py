@@ -5,7 +5,7 @@ the times of the newest batch and step. Differences of those between the first a
 publication of a span are exact whatever happened in between: a 7 s step reads 7 s with a 1 s
 publishing interval, and a burst of micro-batches (gradient accumulation, read-ahead) or an
 interval without any batch does not skew the figure the way a median of per-interval rates
-does. The verdict's window (`measured.ranks_of`) and ``check --json``'s whole-run figures both
+does. The verdict's window (`probe_ranks.ranks_of`) and ``check --json``'s whole-run figures both
 come from here, so the samples/s quoted in ``why`` and in the JSON are the same kind of figure.
 
 Publications of an older probe (no ``last_*_s``) fall back to the median of their own
@@ -23,7 +23,7 @@ __all__ = ["Publication", "SpanRates", "span_rates"]
 
 
 class Publication(Protocol):
-    """What a probe publication must offer (`ProbeSample`, `measured.ProbeFacts`)."""
+    """What a probe publication must offer (`ProbeSample`, `probe_facts.ProbeFacts`)."""
 
     @property
     def elapsed_s(self) -> float | None: ...

@@ -17,7 +17,7 @@ from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
 from gpusat_tui.analysis.cause_finding import CauseContext
 from gpusat_tui.analysis.cause_rules import INPUT_RULES, spin_wait
 from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.measured import Measured
 from gpusat_tui.analysis.thread_pipelines import (
     THREAD_PIPELINES,

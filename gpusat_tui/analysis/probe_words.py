@@ -180,7 +180,7 @@ def note_line(note: str, who: str) -> str:
 
 
 class RankFigures(Protocol):
-    """What `wait_sentence` reads of one trainer's window (`measured.Rank` has it)."""
+    """What `wait_sentence` reads of one trainer's window (`probe_ranks.Rank` has it)."""
 
     @property
     def wait_pct(self) -> float | None: ...
@@ -236,7 +236,7 @@ def wait_sentence(rank: RankFigures, th: Thresholds, *, phase: str | None = None
 
 
 class StackFigures(Protocol):
-    """What the stack sentences read of one trainer's probe (`measured.ProbeFacts`)."""
+    """What the stack sentences read of one trainer's probe (`probe_facts.ProbeFacts`)."""
 
     @property
     def pid(self) -> int: ...

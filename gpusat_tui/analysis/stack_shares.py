@@ -21,7 +21,7 @@ __all__ = ["LineShare", "StackCounts", "StackShares", "stack_shares"]
 
 
 class StackCounts(Protocol):
-    """One publication's cumulative stack counts (`ProbeSample`, `measured.ProbeFacts`)."""
+    """One publication's cumulative stack counts (`ProbeSample`, `probe_facts.ProbeFacts`)."""
 
     @property
     def stack_samples(self) -> int: ...

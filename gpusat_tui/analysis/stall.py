@@ -2,7 +2,7 @@
 
 `stall_run` walks back from a card's latest fresh reading over the polls that show no work
 anywhere (`StallPoll`: the card idle with its memory held, the processes tied to it, by
-`evidence.ProcessTie`, near 0 % CPU and making no progress: no batch counted by a probe, their
+`process_tie.ProcessTie`, near 0 % CPU and making no progress: no batch counted by a probe, their
 counters flat (`progress`); without counters, none in disk wait, which could be a slow write)
 and sums them up in a `Stall`. A process in disk wait whose counters are flat is stuck on
 storage: that is a stall (a checkpoint that never finishes), and the `Stall` says so. What a
@@ -23,8 +23,8 @@ from gpusat_tui.analysis.stack_stall import Frozen, frozen_stack
 from gpusat_tui.analysis.thresholds import Thresholds
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.evidence import ProcessTie
-    from gpusat_tui.analysis.measured import ProbeFacts
+    from gpusat_tui.analysis.probe_facts import ProbeFacts
+    from gpusat_tui.analysis.process_tie import ProcessTie
     from gpusat_tui.model import StackDump
 
 __all__ = ["Stall", "StallPoll", "stall_lines", "stall_run"]

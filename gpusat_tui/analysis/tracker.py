@@ -49,7 +49,7 @@ from gpusat_tui.analysis.cause_hold import HOLD_CAUSE_MAX, hold_cause
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
 from gpusat_tui.analysis.hysteresis import Badges
 from gpusat_tui.analysis.job import JOB_KEY
-from gpusat_tui.analysis.measured import Rank, ranks_of
+from gpusat_tui.analysis.probe_ranks import Rank, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.verdict import (
     History,

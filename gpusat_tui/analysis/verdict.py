@@ -60,7 +60,10 @@ use):
 
 * `thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
 * `facts` — what is read of one Frame, once (`frame_facts`);
-* `evidence` — which processes serve which card, and the host figures over the window;
+* `process_tie` — which processes serve which card; `host_figures` — each host figure and
+  its fold, `poll_evidence` — a poll's, `host_evidence` — the window's;
+* `probe_facts` — a probe's publication, `probe_ranks` — each probed trainer over the window,
+  `measured` — what they show of a card, `straggler` — the rank out of line;
   `stall` — how long a card has held its memory with nothing running anywhere;
 * `causes` — why a starving card starves, from that evidence;
 * `card_figures` — one card's figures over a window and the sentences that quote them;
@@ -77,12 +80,15 @@ from typing import NamedTuple
 
 from gpusat_tui.analysis.card import is_idle, judge_card
 from gpusat_tui.analysis.card_figures import CardFigures, light_figures
-from gpusat_tui.analysis.evidence import EvidenceCache, HostEvidence, ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
+from gpusat_tui.analysis.host_evidence import EvidenceCache, HostEvidence
 from gpusat_tui.analysis.imbalance import Lag, lagging
 from gpusat_tui.analysis.job import apply_lag, apply_measured, collective_ranks, judge_job
-from gpusat_tui.analysis.measured import Measured, measured_for_card, ranks_of, straggler
+from gpusat_tui.analysis.measured import Measured, measured_for_card
+from gpusat_tui.analysis.probe_ranks import ranks_of
+from gpusat_tui.analysis.process_tie import ProcessTie
 from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
+from gpusat_tui.analysis.straggler import straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.model import Assessment, Frame, Verdict
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.evidence import HostEvidence
+    from gpusat_tui.analysis.host_evidence import HostEvidence
 
 __all__ = [
     "ALLOC_CONF_VARS",

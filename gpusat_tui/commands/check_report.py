@@ -45,6 +45,7 @@ from gpusat_tui.commands.check_schema import (
     CheckUserLine,
     CheckVerdict,
     Stats,
+    stats_figures,
 )
 from gpusat_tui.model import (
     VENDORS,
@@ -87,7 +88,11 @@ def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> s
     return min(busy, key=lambda k: (-busy[k], rank.get(k, len(SEVERITY))))
 
 
-_FIGURES = ("util_pct", "mem_pct", "mem_used_mib", "power_w", "temp_c")
+#: The figures summarised per card, process, probe and allocator: the shapes' `Stats` fields.
+_FIGURES = stats_figures(CheckCard)
+_PROCESS_FIGURES = stats_figures(CheckProcess)
+_PROBE_FIGURES = stats_figures(CheckProbe)
+_ALLOC_FIGURES = stats_figures(CheckAlloc)
 #: Numeric ``CardReading.extras`` that ``check --json`` summarises per card (names agreed
 #: with the collectors: NVIDIA GPM counters).
 CHECK_EXTRAS: tuple[str, ...] = (
@@ -109,10 +114,6 @@ class _CardAcc:
     instance: str | None = None
     extras: dict[str, RunningStats] = field(default_factory=dict)
     throttle: dict[str, int] | None = None
-
-
-_PROBE_FIGURES = ("data_wait_pct", "step_ms", "batches_per_s", "samples_per_s")
-_ALLOC_FIGURES = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes")
 
 
 @dataclass
@@ -242,25 +243,15 @@ def probe_who(pid: int, probe: CheckProbe) -> str:
     return who
 
 
-#: The figures of `ProcessSample` folded per process as they are: the progress counters and a
-#: trainer's other threads (CPU %, busy count).
-_PROGRESS: tuple[str, ...] = (
-    "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
-    "other_threads_cpu_pct", "busy_threads", "cpu_quota_cores", "cpu_throttled_pct",
-)
-
-
 @dataclass
 class _ProcAcc:
     pid: int
     role: ProcessRole
     name: str
-    cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
     probe: ProbeAccumulator | None = None
-    #: rchar, wchar, syscalls, context switches per second, other threads (`_PROGRESS` order).
-    progress: tuple[RunningStats, ...] = field(
-        default_factory=lambda: tuple(RunningStats() for _ in _PROGRESS)
+    stats: dict[str, RunningStats] = field(
+        default_factory=lambda: {f: RunningStats() for f in _PROCESS_FIGURES}
     )
     world_size: int | None = None
     rank: int | None = None
@@ -310,9 +301,8 @@ class CheckBuilder:
             if pacc is None or pacc.role != proc.role:
                 pacc = self._procs[proc.pid] = _ProcAcc(proc.pid, proc.role, proc.name)
             pacc.name = proc.name
-            pacc.cpu.add(proc.cpu_pct)
-            for name, stats in zip(_PROGRESS, pacc.progress, strict=True):
-                stats.add(getattr(proc, name))
+            for name in _PROCESS_FIGURES:
+                pacc.stats[name].add(getattr(proc, name))
             if proc.world_size is not None or proc.rank is not None:
                 pacc.world_size, pacc.rank = proc.world_size, proc.rank
             if proc.stack_dump is not None:
@@ -397,11 +387,10 @@ class CheckBuilder:
         processes = [
             CheckProcess(
                 pid=p.pid, role=p.role, name=p.name,
-                cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
+                card_ids=list(p.card_ids),
                 probe=p.probe.report() if p.probe is not None else None,
                 job=self._job_of_pid.get(p.pid) if p.role == "trainer" else None,
-                **{name: Stats(**stats.as_dict())
-                   for name, stats in zip(_PROGRESS, p.progress, strict=True)},
+                **{name: Stats(**stats.as_dict()) for name, stats in p.stats.items()},
                 world_size=p.world_size, rank=p.rank,
                 stack_dump=CheckOutsideStack.of(p.stack_dump) if p.stack_dump is not None else None,
             )

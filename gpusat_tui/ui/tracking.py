@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 if TYPE_CHECKING:  # the app must start even when the verdict engine cannot be imported
-    from gpusat_tui.analysis.measured import Rank
+    from gpusat_tui.analysis.probe_ranks import Rank
 
 
 class Tracker(Protocol):

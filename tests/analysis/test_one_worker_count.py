@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.analysis.cause_rules import workers_advice
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.analysis.tracker import VerdictTracker
 from gpusat_tui.analysis.verdict import judge

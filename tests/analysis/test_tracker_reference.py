@@ -155,7 +155,7 @@ def test_a_starving_cause_kept_with_its_evidence_is_the_one_found_anew() -> None
     from dataclasses import replace
 
     from gpusat_tui.analysis.causes import starving_cause
-    from gpusat_tui.analysis.evidence import HostEvidence
+    from gpusat_tui.analysis.host_evidence import HostEvidence
     from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 
     amd = DEFAULT_THRESHOLDS.for_vendor("amd")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gpusat_tui.analysis.cause_finding import CauseContext, Finding
 from gpusat_tui.analysis.cause_rules import CAUSE_RULES
 from gpusat_tui.analysis.causes import find_cause
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.host_evidence import HostEvidence
 from gpusat_tui.analysis.job import SEVERITY
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.tracker import VerdictTracker

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from gpusat_tui.analysis.measured import sample_phase
 from gpusat_tui.analysis.outside_words import dump_row
+from gpusat_tui.analysis.probe_facts import sample_phase
 from gpusat_tui.analysis.probe_words import (
     NO_BATCH,
     allocator_detail,
@@ -34,7 +34,7 @@ from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.measured import Rank
+    from gpusat_tui.analysis.probe_ranks import Rank
 
 
 def process_summary(processes: list[ProcessSample]) -> str:

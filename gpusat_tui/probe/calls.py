@@ -21,6 +21,7 @@ Standard library only.
 from __future__ import annotations
 
 import dis
+import functools
 import sys
 from types import CodeType, FrameType
 
@@ -67,13 +68,19 @@ def _chain(ins: list[dis.Instruction], end: int) -> tuple[Path, int] | None:
     return (_BASES[ins[i].opname], str(ins[i].argval), *reversed(attrs)), i
 
 
+@functools.lru_cache(maxsize=32)
+def _instructions(code: CodeType) -> list[dis.Instruction]:
+    """``code``'s instructions (a loop's several call sites read its bytecode once)."""
+    try:
+        return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    except Exception:  # bytecode this version's dis cannot read: no answer
+        return []
+
+
 def call_site(code: CodeType, lasti: int) -> CallSite | None:
     """What the call at byte offset ``lasti`` of ``code`` loads (None: not a call, or not a
     plain name chain)."""
-    try:
-        ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
-    except Exception:  # bytecode this version's dis cannot read: no answer
-        return None
+    ins = _instructions(code)
     at = next((k for k, i in enumerate(ins) if i.offset == lasti), None)
     if at is None or ins[at].opname not in _CALLS:
         return None

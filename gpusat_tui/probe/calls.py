@@ -113,12 +113,16 @@ def call_site(code: CodeType, lasti: int) -> CallSite | None:
     found = _chain(ins, k)
     if found is None:
         return None
-    one = None
+    one: Path | None = None
     if n >= 1 and call.opname != "CALL_FUNCTION_EX":
-        arg_end = (starts[n - 2] - 1) if n >= 2 else end  # the first argument's last instruction
-        chained = _chain(ins, arg_end)
-        if chained is not None and chained[1] == first:
-            one = chained[0]
+        if n >= 2 and starts[n - 2] == first and isinstance(ins[first].argval, tuple):
+            # 3.13's LOAD_FAST_LOAD_FAST: the first two arguments in one instruction
+            one = ("local", str(ins[first].argval[0]))
+        else:
+            arg_end = (starts[n - 2] - 1) if n >= 2 else end  # the first argument's end
+            chained = _chain(ins, arg_end)
+            if chained is not None and chained[1] == first:
+                one = chained[0]
     return CallSite(found[0], one)
 
 

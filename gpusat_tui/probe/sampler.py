@@ -21,6 +21,7 @@ import os
 import sys
 import zlib
 from types import CodeType, FrameType
+from typing import Any
 
 from .calls import CallSite, call_phase, call_site
 from .phases import PHASES, frame_phase, stack_phase
@@ -37,6 +38,7 @@ KEPT_LINES = 256
 #: Code objects whose facts are kept (a job that generates code without end is cleared).
 KEPT_CODES = 8192
 
+_UNSEEN: Any = object()
 _STDLIB = os.path.dirname(os.__file__) + os.sep
 _PROBE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -119,16 +121,13 @@ class StackSampler:
         """The phase and callee of the call ``frame`` (the innermost) is in, if it names one."""
         key = (frame.f_code, frame.f_lasti)
         try:
-            site = self.sites[key]
-        except KeyError:
-            if len(self.sites) >= KEPT_CODES:
-                self.sites.clear()
-            site = self.sites[key] = call_site(*key)
-        if site is None:
-            return None
-        try:
-            return call_phase(frame, site)
-        except Exception:  # an object that refuses a static look: no phase
+            site = self.sites.get(key, _UNSEEN)
+            if site is _UNSEEN:
+                if len(self.sites) >= KEPT_CODES:
+                    self.sites.clear()
+                site = self.sites[key] = call_site(*key)
+            return None if site is None else call_phase(frame, site)
+        except Exception:  # bytecode or an object that refuses a static look: no phase
             return None
 
     def sample(self, now: float, in_data: bool, main_ident: int | None) -> bool:

@@ -69,19 +69,24 @@ def _chain(ins: list[dis.Instruction], end: int) -> tuple[Path, int] | None:
 
 
 @functools.lru_cache(maxsize=32)
-def _instructions(code: CodeType) -> list[dis.Instruction]:
-    """``code``'s instructions (a loop's several call sites read its bytecode once)."""
+def _instructions(code: CodeType) -> tuple[list[dis.Instruction], dict[int, int]]:
+    """``code``'s instructions and each one's index by offset (a loop's several call sites
+    read its bytecode once)."""
     try:
-        return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+        ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
     except Exception:  # bytecode this version's dis cannot read: no answer
-        return []
+        ins = []
+    return ins, {i.offset: k for k, i in enumerate(ins)}
 
 
 def call_site(code: CodeType, lasti: int) -> CallSite | None:
     """What the call at byte offset ``lasti`` of ``code`` loads (None: not a call, or not a
     plain name chain)."""
-    ins = _instructions(code)
-    at = next((k for k, i in enumerate(ins) if i.offset == lasti), None)
+    raw = code.co_code
+    if not 0 <= lasti < len(raw) or dis.opname[raw[lasti]] not in _CALLS:
+        return None  # not in a call: the bytecode is not read
+    ins, index = _instructions(code)
+    at = index.get(lasti)
     if at is None or ins[at].opname not in _CALLS:
         return None
     call = ins[at]

@@ -8,7 +8,8 @@ loads is worked out once per (code, offset) from the bytecode (`call_site`); eac
 looks the name up (globals and builtins; a local or closure variable through
 ``frame.f_locals``) and checks the type of what it finds (`call_phase`), never calling it or
 a property of it. Only names loaded by a plain chain (``step``, ``self.step``,
-``state.apply_fn``) are resolved; a call on an expression's result is not.
+``state.apply_fn``) are resolved; a call on an expression's result is not, except
+``...block_until_ready()``, a name only JAX's arrays have, taken as one where JAX is loaded.
 
 The cost of a local: on Python 3.11/3.12 ``frame.f_locals`` copies the frame's locals into its
 dict, which then holds them until the next sample (one sampling period; 3.13 reads through a
@@ -25,7 +26,8 @@ import functools
 import sys
 from types import CodeType, FrameType
 
-#: (kind of base name, name, attribute, ...): ``("global", "np", "asarray")``.
+#: (kind of base name, name, attribute, ...): ``("global", "np", "asarray")``; kind "value":
+#: a method of an expression's value (``step(x).block_until_ready``), only its name known.
 Path = tuple[str, ...]
 
 
@@ -117,6 +119,9 @@ def call_site(code: CodeType, lasti: int) -> CallSite | None:
         k -= 1
     found = _chain(ins, k)
     if found is None:
+        if k >= 0 and ins[k].opname in _ATTRS and str(ins[k].argval) in ARRAY_WAITS:
+            # ``step(x).block_until_ready()``: the owner is an expression's value
+            return CallSite(("value", "", str(ins[k].argval)), None)
         return None
     one: Path | None = None
     if n >= 1 and call.opname != "CALL_FUNCTION_EX":
@@ -200,6 +205,8 @@ def call_phase(frame: FrameType, site: CallSite) -> tuple[str, str] | None:
     """("compiled" or "sync", what is called: "jax.jit(train_step)") if ``frame`` is in a call
     to a compiled function or to one that waits for the device; None otherwise."""
     func, attr_of = site.func, None
+    if func[0] == "value":  # no name to look up: the method's name, where JAX is loaded
+        return ("sync", f"jax.Array.{func[-1]}") if "jax" in sys.modules else None
     if len(func) > 2:  # an attribute: its owner may be a device array
         owner = _value(frame, func[:-1])
         if owner is _MISSING:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dis
 import functools
+import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
@@ -58,6 +60,10 @@ def test_a_call_loads_the_name_chain_its_code_names(
 
 def test_a_call_on_a_call_s_result_or_an_offset_that_is_no_call_names_nothing() -> None:
     assert _last_call("return make()(x)") is None
+    assert _last_call("return make(x).item()") is None
+    # ... but for JAX's block_until_ready, whose name says what it is
+    assert _last_call("return step(w, x).block_until_ready()") == (
+        ("value", "", "block_until_ready"), None)
 
     def f(x: int) -> int:
         return x + 1
@@ -158,6 +164,19 @@ def test_a_thread_in_a_jitted_function_s_c_call_is_in_the_compiled_step(
 
 def test_a_thread_waiting_on_an_array_is_in_a_device_sync(held: threading.Lock) -> None:
     sampler = _sampled(_waits_on, ArrayImpl(held.acquire), want="sync")
+    assert (sampler.phase, sampler.where()) == ("sync", "jax.Array.block_until_ready")
+
+
+def _waits_on_a_value(make: Callable[[], ArrayImpl]) -> None:
+    make().block_until_ready()
+
+
+def test_a_thread_waiting_on_a_call_s_result_is_in_a_device_sync_where_jax_is_loaded(
+    held: threading.Lock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    array = ArrayImpl(held.acquire)
+    monkeypatch.setitem(sys.modules, "jax", sys.modules.get("jax", types.ModuleType("jax")))
+    sampler = _sampled(_waits_on_a_value, lambda: array, want="sync")
     assert (sampler.phase, sampler.where()) == ("sync", "jax.Array.block_until_ready")
 
 

@@ -12,6 +12,7 @@ Keras' ``fit`` is one compiled train function. None of them may read as the loop
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -45,9 +46,11 @@ def sampled(doc: Doc) -> bool:
 def phases_of(fake_bin: FakeBin, probe_dir: Path, framework: str) -> dict[str, float]:
     """``check --json``'s phase shares (percent) of the job's trainer."""
     needs, args = JOBS_BY_FRAMEWORK[framework]
-    pytest.importorskip(needs)
-    if framework == "jax":
-        pytest.importorskip("jax")
+    # Whether installed, not imported here: the job imports it in its own process (MindSpore
+    # cannot be imported beside torch's oneDNN in one process, as pytest's worker may hold).
+    for package in (needs, "jax") if framework == "jax" else (needs,):
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} not installed (pip install '.[frameworks]')")
     with probed_job(probe_dir, sys.executable, JOB, "--framework", framework, *args,
                     extra={"GPUSAT_PROBE_STACK_HZ": "100", "TF_CPP_MIN_LOG_LEVEL": "3"},
                     until=sampled) as job:

@@ -78,18 +78,18 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
-from gpusat_tui.analysis.card import is_idle, judge_card
-from gpusat_tui.analysis.card_figures import CardFigures, light_figures
+from gpusat_tui.analysis.evidence.host_evidence import EvidenceCache, HostEvidence
+from gpusat_tui.analysis.evidence.process_tie import ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.host_evidence import EvidenceCache, HostEvidence
-from gpusat_tui.analysis.imbalance import Lag, lagging
-from gpusat_tui.analysis.job import apply_lag, apply_measured, collective_ranks, judge_job
-from gpusat_tui.analysis.measured import Measured, measured_for_card
-from gpusat_tui.analysis.probe_ranks import ranks_of
-from gpusat_tui.analysis.process_tie import ProcessTie
-from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
-from gpusat_tui.analysis.straggler import straggler
+from gpusat_tui.analysis.probe_reading.measured import Measured, measured_for_card
+from gpusat_tui.analysis.probe_reading.probe_ranks import ranks_of
+from gpusat_tui.analysis.probe_reading.straggler import straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.verdicts.card import is_idle, judge_card
+from gpusat_tui.analysis.verdicts.card_figures import CardFigures, light_figures
+from gpusat_tui.analysis.verdicts.imbalance import Lag, lagging
+from gpusat_tui.analysis.verdicts.job import apply_lag, apply_measured, collective_ranks, judge_job
+from gpusat_tui.analysis.verdicts.stall import Stall, stall_lines, stall_run
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = [

@@ -58,19 +58,20 @@ kinds on a 3-poll recent window, and gives it the last ``Thresholds.history_s`` 
 Where each part lives (this module is the small public entry and re-exports the names callers
 use):
 
-* `thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
-* `facts` — what is read of one Frame, once (`frame_facts`);
-* `process_tie` — which processes serve which card; `host_figures` — each host figure and
-  its fold, `poll_evidence` — a poll's, `host_evidence` — the window's;
-* `probe_facts` — a probe's publication, `probe_ranks` — each probed trainer over the window,
-  `measured` — what they show of a card, `straggler` — the rank out of line;
-  `stall` — how long a card has held its memory with nothing running anywhere;
-* `causes` — why a starving card starves, from that evidence;
-* `card_figures` — one card's figures over a window and the sentences that quote them;
-  `card` — the rules for one card;
-* `imbalance` — whether one card of a job holds the others back (`Lag`); `job` — what that
-  does to the verdicts, and the job's summary;
-* `wording` — shared formatting and sentences of ``why`` and ``advice``.
+* `analysis.thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
+  `analysis.wording` — shared formatting of ``why`` and ``advice``;
+* `analysis.facts` — what is read of one Frame, once (`frame_facts`);
+* `analysis.evidence` — `process_tie`: which processes serve which card; `host_figures`: each
+  host figure and its fold, `poll_evidence`: a poll's, `host_evidence`: the window's,
+  `host_words`: the sentences that write them;
+* `analysis.probe_reading` — `probe_facts`: a probe's publication, `probe_ranks`: each probed
+  trainer over the window, `measured`: what they show of a card, `straggler`: the rank out of
+  line;
+* here, in `analysis.verdicts`: `stall` — how long a card has held its memory with nothing
+  running anywhere; `causes` — why a starving card starves, from that evidence;
+  `card_figures` — one card's figures over a window and the sentences that quote them;
+  `card` — the rules for one card; `imbalance` — whether one card of a job holds the others
+  back (`Lag`); `job` — what that does to the verdicts, and the job's summary.
 """
 
 from __future__ import annotations

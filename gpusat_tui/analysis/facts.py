@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from gpusat_tui.analysis.probe_facts import ProbeFacts, probe_facts
+from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts, probe_facts
 from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
 from gpusat_tui.model import LIMITING, Frame, ProcessSample, StackDump, split_reasons
 

@@ -36,8 +36,8 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.commands.check_report import CheckBuilder, probe_line, stack_lines
 from gpusat_tui.commands.check_schema import CheckError, CheckReport, Stats
 from gpusat_tui.commands.job_lines import energy_line, job_words

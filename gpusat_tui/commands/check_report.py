@@ -14,10 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpusat_tui.analysis.energy import EnergyMeter
-from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
-from gpusat_tui.analysis.job import job_verdicts
-from gpusat_tui.analysis.probe_session import SessionCounters
-from gpusat_tui.analysis.probe_words import (
+from gpusat_tui.analysis.probe_reading.probe_session import SessionCounters
+from gpusat_tui.analysis.probe_reading.probe_words import (
     NO_BATCH,
     allocator_words,
     figures,
@@ -28,8 +26,10 @@ from gpusat_tui.analysis.probe_words import (
     throughput_words,
     wait_words,
 )
-from gpusat_tui.analysis.stack_shares import stack_shares
+from gpusat_tui.analysis.probe_reading.stack_shares import stack_shares
 from gpusat_tui.analysis.stats import RunningStats
+from gpusat_tui.analysis.verdicts.job import SEVERITY as JOB_SEVERITY
+from gpusat_tui.analysis.verdicts.job import job_verdicts
 from gpusat_tui.commands.check_schema import (
     CheckAlloc,
     CheckCard,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures
-from gpusat_tui.analysis.outside_stack import dump_place
+from gpusat_tui.analysis.outside_stacks.outside_stack import dump_place
 from gpusat_tui.model import SCHEMA_VERSION, ProcessRole, StackDump
 from gpusat_tui.text import clean
 

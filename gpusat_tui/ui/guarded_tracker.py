@@ -15,7 +15,7 @@ from gpusat_tui.model import Assessment, Frame, Verdict
 from gpusat_tui.ui.tracking import Tracker
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.probe_ranks import Rank
+    from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
 
 #: The key of the job's verdict in a tracker's focus (analysis.job.JOB_KEY; the UI must start
 #: even when the verdict engine cannot be imported, `tracking.default_tracker`).

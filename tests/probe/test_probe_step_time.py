@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.probe_ranks import ranks_of
-from gpusat_tui.analysis.probe_rates import span_rates
+from gpusat_tui.analysis.probe_reading.probe_ranks import ranks_of
+from gpusat_tui.analysis.probe_reading.probe_rates import span_rates
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.commands.check_report import ProbeAccumulator, probe_line
 from gpusat_tui.model import Frame, ProbeSample

@@ -4,7 +4,7 @@ for a stack that stands still, where it stands (`widgets.processes.stack_rows`).
 from __future__ import annotations
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.probe_ranks import ranks_of
+from gpusat_tui.analysis.probe_reading.probe_ranks import ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.model import CodeLine, Frame, ProbeSample, ProcessSample
 from gpusat_tui.ui.widgets.processes import process_text

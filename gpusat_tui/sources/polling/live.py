@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Protocol
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.host.probes.probe_files import ProbePoller

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from gpusat_tui.analysis.energy import EnergyFigures, format_energy
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
 from gpusat_tui.text import clean
 from gpusat_tui.ui.state import CardHistory

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpusat_tui.analysis.probe_rates import Publication, SpanRates, span_rates
+from gpusat_tui.analysis.probe_reading.probe_rates import Publication, SpanRates, span_rates
 
 __all__ = ["SessionCounters", "went_back"]
 

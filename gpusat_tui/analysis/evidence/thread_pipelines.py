@@ -11,7 +11,7 @@ the cost of having no name to go by).
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.host_evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.wording import pct
 

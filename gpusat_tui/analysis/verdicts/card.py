@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpusat_tui.analysis.card_figures import (
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts
+from gpusat_tui.analysis.outside_stacks.outside_words import busy_lines, outside_words, tied_dumps
+from gpusat_tui.analysis.probe_reading.measured import RUN_ADVICE, Measured
+from gpusat_tui.analysis.probe_reading.probe_words import frozen_lines
+from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.card_figures import (
     CardFigures,
     fresh_readings,
     make_verdict,
     unknown_verdict,
     window_figures,
 )
-from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.facts import CardFacts, FrameFacts
-from gpusat_tui.analysis.host_evidence import HostEvidence
-from gpusat_tui.analysis.measured import RUN_ADVICE, Measured
-from gpusat_tui.analysis.outside_words import busy_lines, outside_words, tied_dumps
-from gpusat_tui.analysis.probe_words import frozen_lines
-from gpusat_tui.analysis.stall import Stall
-from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.causes import starving_cause
+from gpusat_tui.analysis.verdicts.stall import Stall
 from gpusat_tui.analysis.window import interval_s
 from gpusat_tui.analysis.wording import (
     ALLOC_CONF_VARS,
@@ -135,7 +135,7 @@ def decide(
     """
     verdict = _decide(f, th, evidence, stall, measured)
     if measured is not None:
-        from gpusat_tui.analysis.probe_rules import with_measurement
+        from gpusat_tui.analysis.verdicts.probe_rules import with_measurement
 
         return with_measurement(verdict, f, th, evidence, measured)
     unsure = verdict.kind == "fragmenting" or (
@@ -188,7 +188,7 @@ def _decide(
 
     # 1c. what the probe measured, where it decides (data wait, allocator)
     if measured is not None:
-        from gpusat_tui.analysis.probe_rules import measured_verdict
+        from gpusat_tui.analysis.verdicts.probe_rules import measured_verdict
 
         decided = measured_verdict(f, th, evidence, measured)
         if decided is not None:

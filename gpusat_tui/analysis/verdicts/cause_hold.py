@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpusat_tui.analysis.probe_facts import ProbeFacts
+from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts
 from gpusat_tui.model import Verdict
 
 __all__ = ["HOLD_CAUSE_MAX", "CauseHold", "hold_cause"]

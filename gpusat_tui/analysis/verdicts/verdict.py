@@ -58,19 +58,20 @@ kinds on a 3-poll recent window, and gives it the last ``Thresholds.history_s`` 
 Where each part lives (this module is the small public entry and re-exports the names callers
 use):
 
-* `thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
-* `facts` — what is read of one Frame, once (`frame_facts`);
-* `process_tie` — which processes serve which card; `host_figures` — each host figure and
-  its fold, `poll_evidence` — a poll's, `host_evidence` — the window's;
-* `probe_facts` — a probe's publication, `probe_ranks` — each probed trainer over the window,
-  `measured` — what they show of a card, `straggler` — the rank out of line;
-  `stall` — how long a card has held its memory with nothing running anywhere;
-* `causes` — why a starving card starves, from that evidence;
-* `card_figures` — one card's figures over a window and the sentences that quote them;
-  `card` — the rules for one card;
-* `imbalance` — whether one card of a job holds the others back (`Lag`); `job` — what that
-  does to the verdicts, and the job's summary;
-* `wording` — shared formatting and sentences of ``why`` and ``advice``.
+* `analysis.thresholds` — every line drawn (`Thresholds`, per-vendor overrides);
+  `analysis.wording` — shared formatting of ``why`` and ``advice``;
+* `analysis.facts` — what is read of one Frame, once (`frame_facts`);
+* `analysis.evidence` — `process_tie`: which processes serve which card; `host_figures`: each
+  host figure and its fold, `poll_evidence`: a poll's, `host_evidence`: the window's,
+  `host_words`: the sentences that write them;
+* `analysis.probe_reading` — `probe_facts`: a probe's publication, `probe_ranks`: each probed
+  trainer over the window, `measured`: what they show of a card, `straggler`: the rank out of
+  line;
+* here, in `analysis.verdicts`: `stall` — how long a card has held its memory with nothing
+  running anywhere; `causes` — why a starving card starves, from that evidence;
+  `card_figures` — one card's figures over a window and the sentences that quote them;
+  `card` — the rules for one card; `imbalance` — whether one card of a job holds the others
+  back (`Lag`); `job` — what that does to the verdicts, and the job's summary.
 """
 
 from __future__ import annotations
@@ -78,18 +79,18 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
-from gpusat_tui.analysis.card import is_idle, judge_card
-from gpusat_tui.analysis.card_figures import CardFigures, light_figures
+from gpusat_tui.analysis.evidence.host_evidence import EvidenceCache, HostEvidence
+from gpusat_tui.analysis.evidence.process_tie import ProcessTie
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.host_evidence import EvidenceCache, HostEvidence
-from gpusat_tui.analysis.imbalance import Lag, lagging
-from gpusat_tui.analysis.job import apply_lag, apply_measured, collective_ranks, judge_job
-from gpusat_tui.analysis.measured import Measured, measured_for_card
-from gpusat_tui.analysis.probe_ranks import ranks_of
-from gpusat_tui.analysis.process_tie import ProcessTie
-from gpusat_tui.analysis.stall import Stall, stall_lines, stall_run
-from gpusat_tui.analysis.straggler import straggler
+from gpusat_tui.analysis.probe_reading.measured import Measured, measured_for_card
+from gpusat_tui.analysis.probe_reading.probe_ranks import ranks_of
+from gpusat_tui.analysis.probe_reading.straggler import straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.verdicts.card import is_idle, judge_card
+from gpusat_tui.analysis.verdicts.card_figures import CardFigures, light_figures
+from gpusat_tui.analysis.verdicts.imbalance import Lag, lagging
+from gpusat_tui.analysis.verdicts.job import apply_lag, apply_measured, collective_ranks, judge_job
+from gpusat_tui.analysis.verdicts.stall import Stall, stall_lines, stall_run
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 __all__ = [

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from gpusat_tui.analysis.probe_facts import ProbeFacts, probe_phase, sample_phase
-from gpusat_tui.analysis.probe_rates import span_rates
-from gpusat_tui.analysis.stack_shares import StackShares, stack_shares
+from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts, probe_phase, sample_phase
+from gpusat_tui.analysis.probe_reading.probe_rates import span_rates
+from gpusat_tui.analysis.probe_reading.stack_shares import StackShares, stack_shares
 from gpusat_tui.model import ProbeAlloc
 
 if TYPE_CHECKING:

@@ -36,10 +36,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
-from gpusat_tui.analysis.card_figures import throttle_counts
+from gpusat_tui.analysis.evidence.process_tie import ProcessTie
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, sorted_figures
-from gpusat_tui.analysis.process_tie import ProcessTie
 from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.card_figures import throttle_counts
 from gpusat_tui.analysis.wording import duration, pct
 from gpusat_tui.model import UTIL_LABELS
 

@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from gpusat_tui.analysis.facts import CardFacts, FrameFacts, ProcFacts, clean_median
-from gpusat_tui.analysis.outside_stack import OutsideStack
-from gpusat_tui.analysis.progress import poll_progress, probe_batches
-from gpusat_tui.analysis.stack_stall import Frozen, frozen_stack
+from gpusat_tui.analysis.outside_stacks.outside_stack import OutsideStack
 from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.progress import poll_progress, probe_batches
+from gpusat_tui.analysis.verdicts.stack_stall import Frozen, frozen_stack
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.probe_facts import ProbeFacts
-    from gpusat_tui.analysis.process_tie import ProcessTie
+    from gpusat_tui.analysis.evidence.process_tie import ProcessTie
+    from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts
     from gpusat_tui.model import StackDump
 
 __all__ = ["Stall", "StallPoll", "stall_lines", "stall_run"]

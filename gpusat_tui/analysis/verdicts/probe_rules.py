@@ -13,19 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusat_tui.analysis.card_figures import CardFigures, make_verdict
-from gpusat_tui.analysis.cause_finding import CauseContext
-from gpusat_tui.analysis.cause_rules import INPUT_RULES, spin_wait
-from gpusat_tui.analysis.causes import starving_cause
-from gpusat_tui.analysis.host_evidence import HostEvidence
-from gpusat_tui.analysis.measured import Measured
-from gpusat_tui.analysis.thread_pipelines import (
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_words import worker_line
+from gpusat_tui.analysis.evidence.thread_pipelines import (
     THREAD_PIPELINES,
     more_in_flight,
     thread_pipeline_finding,
 )
+from gpusat_tui.analysis.probe_reading.measured import Measured
 from gpusat_tui.analysis.thresholds import Thresholds
-from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, pct, worker_line
+from gpusat_tui.analysis.verdicts.card_figures import CardFigures, make_verdict
+from gpusat_tui.analysis.verdicts.cause_finding import CauseContext
+from gpusat_tui.analysis.verdicts.cause_rules import INPUT_RULES, spin_wait
+from gpusat_tui.analysis.verdicts.causes import starving_cause
+from gpusat_tui.analysis.wording import ALLOC_CONF_VARS, pct
 from gpusat_tui.model import Verdict
 
 __all__ = ["measured_verdict", "waiting_cause", "with_measurement"]

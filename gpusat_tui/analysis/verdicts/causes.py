@@ -21,11 +21,12 @@ peer's figures show it.
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.cause_finding import CauseContext, CauseRule, Finding
-from gpusat_tui.analysis.cause_rules import CAUSE_RULES
-from gpusat_tui.analysis.host_evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_words import host_line, worker_line
 from gpusat_tui.analysis.thresholds import Thresholds
-from gpusat_tui.analysis.wording import host_line, pct, worker_line
+from gpusat_tui.analysis.verdicts.cause_finding import CauseContext, CauseRule, Finding
+from gpusat_tui.analysis.verdicts.cause_rules import CAUSE_RULES
+from gpusat_tui.analysis.wording import pct
 
 __all__ = ["PID_ADVICE", "find_cause", "starving_cause"]
 

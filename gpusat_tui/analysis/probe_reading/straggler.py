@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.probe_ranks import Rank
+from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.thresholds import Thresholds

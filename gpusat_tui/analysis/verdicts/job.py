@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from gpusat_tui.analysis.card_figures import CardFigures, unknown_verdict
-from gpusat_tui.analysis.host_evidence import HostEvidence
-from gpusat_tui.analysis.imbalance import BASIS_WORDS, Lag
-from gpusat_tui.analysis.probe_only import probe_only_verdict
-from gpusat_tui.analysis.probe_ranks import Rank
-from gpusat_tui.analysis.straggler import Straggler, straggler
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
+from gpusat_tui.analysis.probe_reading.straggler import Straggler, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.verdicts.card_figures import CardFigures, unknown_verdict
+from gpusat_tui.analysis.verdicts.imbalance import BASIS_WORDS, Lag
+from gpusat_tui.analysis.verdicts.probe_only import probe_only_verdict
+from gpusat_tui.analysis.verdicts.worker_advice import one_worker_count
 from gpusat_tui.analysis.wording import pct
-from gpusat_tui.analysis.worker_advice import one_worker_count
 from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
 
 # `Lag` and `lagging` live in `imbalance`; they are named here too, where they were imported

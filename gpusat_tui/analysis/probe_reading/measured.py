@@ -13,9 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.probe_facts import PHASE_WORDS
-from gpusat_tui.analysis.probe_ranks import Rank
-from gpusat_tui.analysis.probe_words import lines_words, note_line, phases_words, wait_sentence
+from gpusat_tui.analysis.probe_reading.probe_facts import PHASE_WORDS
+from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
+from gpusat_tui.analysis.probe_reading.probe_words import (
+    lines_words,
+    note_line,
+    phases_words,
+    wait_sentence,
+)
 from gpusat_tui.model import ProbeAlloc
 
 if TYPE_CHECKING:

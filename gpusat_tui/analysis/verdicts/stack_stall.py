@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpusat_tui.analysis.facts import FrameFacts
-    from gpusat_tui.analysis.probe_facts import ProbeFacts
+    from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts
     from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = ["FROZEN_MIN_S", "WAITING_PHASES", "Frozen", "frozen_stack"]

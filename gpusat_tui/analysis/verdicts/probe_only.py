@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpusat_tui.analysis.host_evidence import HostEvidence
-from gpusat_tui.analysis.measured import Measured
-from gpusat_tui.analysis.probe_ranks import Rank
-from gpusat_tui.analysis.probe_rules import waiting_cause
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.probe_reading.measured import Measured
+from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
 from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.probe_rules import waiting_cause
 from gpusat_tui.model import Verdict
 
 __all__ = ["NOT_STARVING", "NO_TOOL_LINE", "probe_only_verdict"]

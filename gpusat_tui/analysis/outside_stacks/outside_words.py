@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from gpusat_tui.analysis.facts import FrameFacts
     from gpusat_tui.model import StackDump
 
-from gpusat_tui.analysis.outside_stack import OutsideStack, dump_place
-from gpusat_tui.analysis.probe_words import frozen_lines, place_words
+from gpusat_tui.analysis.outside_stacks.outside_stack import OutsideStack, dump_place
+from gpusat_tui.analysis.probe_reading.probe_words import frozen_lines, place_words
 from gpusat_tui.text import clean
 
 __all__ = ["PYSPY_EXTRA", "busy_lines", "dump_row", "outside_words", "tied_dumps"]

@@ -22,9 +22,9 @@ from gpusat_tui.analysis.facts import (
     clean_stats,
 )
 from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.worker_advice import one_worker_count
 from gpusat_tui.analysis.window import Stats
 from gpusat_tui.analysis.wording import gib, pct
-from gpusat_tui.analysis.worker_advice import one_worker_count
 from gpusat_tui.model import UTIL_LABELS, Verdict, VerdictKind
 
 __all__ = [

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gpusat_tui.analysis.host_evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import Thresholds
 
 __all__ = ["STARVING_CAUSES", "Basis", "CauseContext", "CauseRule", "Finding"]

@@ -15,11 +15,12 @@ among findings of one rank the first rule wins (`causes.find_cause`).
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.cause_finding import CauseContext, CauseRule, Finding
-from gpusat_tui.analysis.host_evidence import HostEvidence
-from gpusat_tui.analysis.progress import rate_words
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_words import host_line, worker_line
 from gpusat_tui.analysis.thresholds import Thresholds
-from gpusat_tui.analysis.wording import host_line, pct, plural, worker_line
+from gpusat_tui.analysis.verdicts.cause_finding import CauseContext, CauseRule, Finding
+from gpusat_tui.analysis.verdicts.progress import rate_words
+from gpusat_tui.analysis.wording import pct, plural
 
 __all__ = ["CAUSE_RULES", "INPUT_RULES", "cores_words", "spin_wait", "workers_advice"]
 

@@ -7,8 +7,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gpusat_tui.analysis.evidence.host_figures import HostFigures
 from gpusat_tui.analysis.facts import ProcFacts
-from gpusat_tui.analysis.host_figures import HostFigures
 
 __all__ = ["PollEvidence", "poll_evidence"]
 

@@ -44,14 +44,14 @@ import math
 from collections import Counter, deque
 from collections.abc import Collection, Sequence
 
-from gpusat_tui.analysis.card_figures import CardFigures
-from gpusat_tui.analysis.cause_hold import HOLD_CAUSE_MAX, hold_cause
 from gpusat_tui.analysis.facts import FrameFacts, frame_facts
-from gpusat_tui.analysis.hysteresis import Badges
-from gpusat_tui.analysis.job import JOB_KEY
-from gpusat_tui.analysis.probe_ranks import Rank, ranks_of
+from gpusat_tui.analysis.probe_reading.probe_ranks import Rank, ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.verdict import (
+from gpusat_tui.analysis.verdicts.card_figures import CardFigures
+from gpusat_tui.analysis.verdicts.cause_hold import HOLD_CAUSE_MAX, hold_cause
+from gpusat_tui.analysis.verdicts.hysteresis import Badges
+from gpusat_tui.analysis.verdicts.job import JOB_KEY
+from gpusat_tui.analysis.verdicts.verdict import (
     History,
     Judgement,
     PreparedWindow,

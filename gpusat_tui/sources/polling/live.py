@@ -166,16 +166,30 @@ class LiveSource:
         when a trainer publishes one now (or, ``wait``, whether one does yet or not: a monitor
         started before the job picks it up when it starts). False (nothing changed) when none
         does and ``wait`` is not set, so the caller keeps the no-tool message. Every Frame then
-        has no card; the first says why."""
+        has no card; the first says why. A trainer the process census finds with no probe
+        (``--pid``, or one with DataLoader workers) counts as one: its verdict stands on the
+        host's figures and a stack dump read from outside (`analysis.unprobed_job`)."""
         samples, _ = self._probes.reader.sample()
-        if not samples and not wait:
+        found = bool(samples) or self._census_finds_trainer()
+        if not found and not wait:
             return False
         self._groups = []
-        self.waiting = not samples
+        self.waiting = not found
         self.no_tool = self.missing_message()
         self._pending_notes.append(NO_TOOL_LINE)
         self._pending_notes.extend(self.no_tool.splitlines())
         return True
+
+    def _census_finds_trainer(self) -> bool:
+        """Whether the process monitor finds a trainer on this machine now (one full scan)."""
+        monitor = self._get_monitor()
+        if monitor is None:
+            return False
+        try:
+            report = monitor.sample([])
+        except Exception:  # no process figures: nothing found, as with no monitor
+            return False
+        return any(p.role == "trainer" for p in report.processes)
 
     def missing_message(self) -> str:
         """Plain words: no tool found, and where each one was looked for."""

@@ -124,10 +124,11 @@ def unprobed_verdict(facts: Sequence[FrameFacts], th: Thresholds) -> Verdict | N
     pids = {p.pid for p in trainers}
     if since is not None and t - since >= th.stall_min_s and _quiet_since(facts, pids, since, th):
         return _stalled(facts, trainers, stacks, t - since, th)
+    who = ", ".join(_who(p) for p in trainers[:4]) + (", ..." if len(trainers) > 4 else "")
     why = [
         NO_TOOL_LINE,
-        f"{plural(len(trainers), 'trainer')} with no probe ({', '.join(_who(p) for p in trainers[:4])}"
-        f"{', ...' if len(trainers) > 4 else ''}): its data wait is not measured, and whether "
+        f"{plural(len(trainers), 'trainer')} with no probe ({who}): its data wait is not "
+        "measured, and whether "
         "the card is busy needs the vendor's tool, so neither starving nor saturated can be "
         "told",
         *_cpu_lines(facts, trainers),

@@ -99,7 +99,9 @@ def no_tool_text(message: str, waiting: bool = False) -> Text:
         text.append(
             "Waiting for a probed job. Start one in another pane:\n"
             "  gpusat-tui run -- python train.py\n"
-            "and it shows here, judged from its own data wait.\n"
+            "and it shows here, judged from its own data wait. A job with DataLoader\n"
+            "workers (or given with --pid) shows too, with no probe: its figures are the\n"
+            "host's, and a stack dump read from outside (py-spy) when it stalls.\n"
         )
     else:
         text.append(

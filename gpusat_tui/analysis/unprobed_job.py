@@ -1,6 +1,6 @@
 """The job's verdict when no accelerator tool answers and its trainers have no probe.
 
-A trainer found by the process census (``--pid``, or one with DataLoader workers) but started
+A trainer the process census follows (with no tool: one given with ``--pid``) but started
 without ``gpusat-tui run`` has neither the card's figures nor a measured data wait: what it
 does between batches cannot be told, so a busy one is never called ``starving`` or
 ``host-bound`` from its CPU alone, and the verdict stays ``unknown`` and says what is missing

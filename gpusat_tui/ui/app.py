@@ -271,13 +271,10 @@ class GpusatApp(App[int]):
         return replay_controls(self.source)
 
     def on_frame_received(self, message: FrameReceived) -> None:
-        # No tool, waiting for a job: the first frame with one (probed, or a trainer the
-        # process census found) replaces the no-tool screen (under the help, if that is open:
-        # on the next frame).
-        frame = message.frame
+        # No tool, waiting for a probed job: the first frame with one replaces the no-tool
+        # screen (under the help, if that is open: on the next frame).
         waiting = self.no_tool is not None and isinstance(self.screen, NoToolScreen)
-        if waiting and (frame.probes or frame.cards
-                        or any(p.role == "trainer" for p in frame.processes)):
+        if waiting and (message.frame.probes or message.frame.cards):
             self.pop_screen()
             self.no_tool = None
         # A live source keeps polling while paused (verdicts stay current); the screen holds

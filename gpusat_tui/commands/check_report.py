@@ -413,7 +413,8 @@ class CheckBuilder:
             job=CheckVerdict(kind=job_verdict.kind, cause=job_verdict.cause,
                              why=list(job_verdict.why), advice=list(job_verdict.advice))
             if job_verdict is not None else None,
-            no_tool=not cards and any(p.probe is not None for p in self._procs.values()),
+            no_tool=not cards and any(p.probe is not None or p.role == "trainer"
+                                       for p in self._procs.values()),
             duration_s=round(duration_s, 3),
             samples=self.samples,
             cards=cards,

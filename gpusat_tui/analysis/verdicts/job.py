@@ -17,12 +17,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.facts import FrameFacts
 from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
 from gpusat_tui.analysis.probe_reading.straggler import Straggler, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.verdicts.card_figures import CardFigures, unknown_verdict
 from gpusat_tui.analysis.verdicts.imbalance import BASIS_WORDS, Lag
 from gpusat_tui.analysis.verdicts.probe_only import probe_only_verdict
+from gpusat_tui.analysis.verdicts.unprobed_job import unprobed_verdict
 from gpusat_tui.analysis.verdicts.worker_advice import one_worker_count
 from gpusat_tui.analysis.wording import pct
 from gpusat_tui.model import VERDICT_KINDS, Verdict, VerdictKind
@@ -262,6 +264,7 @@ def judge_job(
     *,
     apply: bool = True,
     job_of: Mapping[object, str] | None = None,
+    facts: Sequence[FrameFacts] = (),
 ) -> tuple[Verdict, dict[str, Verdict]]:
     """The job verdict, and the card verdicts once the job's lag is applied (`apply_lag`).
     ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
@@ -270,7 +273,8 @@ def judge_job(
     out of line (`straggler.straggler`): named in ``why`` and decisive even when the cards'
     utilisation looks even (the others' all-reduce wait keeps their duty cycle up).
     With no card at all but probed trainers (no accelerator tool), the verdict stands on the
-    probes and the host (``evidence``: the host evidence of the window; `probe_only`).
+    probes and the host (``evidence``: the host evidence of the window; `probe_only`); with
+    neither, the trainers with no probe in the window ``facts`` (`unprobed_job`).
     ``apply=False``: the card verdicts are returned as given (a caller that only wants the
     job's verdict, of cards already judged with the lag). ``job_of``: each trainer's job key,
     so that only the ranks of one job are compared (`collective_ranks`).
@@ -278,6 +282,9 @@ def judge_job(
     if not verdicts:
         if ranks and evidence is not None:
             return probe_only_verdict(ranks, evidence, thresholds), verdicts
+        unprobed = unprobed_verdict(facts, thresholds)
+        if unprobed is not None:
+            return unprobed, verdicts
         return unknown_verdict(
             ["no card in the window"],
             ["No accelerator tool answered: see the status line for what was searched"],

@@ -270,7 +270,8 @@ def judge_window(
         if figs is not None:
             figures[cid] = figs
     job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds,
-                              evidence=lambda: window.evidence(""), job_of=window.tie.job_of)
+                              evidence=lambda: window.evidence(""), job_of=window.tie.job_of,
+                              facts=facts)
     if words is not None:
         # The rules that add to a verdict after the card's own (a probe's figures, the job's
         # lag) write their lines anyway: none is kept where no reason is asked for.
@@ -305,7 +306,7 @@ def job_from_cards(
 
     job, _ = judge_job(dict(cards), dict(figures), lambda _active: lag,
                        ranks_of(facts, thresholds), thresholds, evidence=host_evidence,
-                       apply=False, job_of=tie.job_of)
+                       apply=False, job_of=tie.job_of, facts=facts)
     return job
 
 

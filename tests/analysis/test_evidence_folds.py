@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from gpusat_tui.analysis.clean_series import clean_median
 from gpusat_tui.analysis.evidence.host_evidence import SHARES, HostEvidence, fold_evidence
 from gpusat_tui.analysis.evidence.host_figures import FOLDS, HostFigures
 from gpusat_tui.analysis.evidence.poll_evidence import PollEvidence
-from gpusat_tui.analysis.facts import clean_median
 
 #: `HostEvidence` fields that come from the frames (the host), not from the processes' polls.
 HOST_FIGURES = {"cpu_count", "iowait", "host_cpu"}

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusat_tui.analysis.clean_series import clean_median
 from gpusat_tui.analysis.evidence.host_figures import FOLDS, HostFigures
 from gpusat_tui.analysis.evidence.poll_evidence import PollEvidence, poll_evidence
 from gpusat_tui.analysis.evidence.process_tie import ProcessTie
-from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
+from gpusat_tui.analysis.facts import FrameFacts, ProcFacts
 
 __all__ = ["SHARES", "EvidenceCache", "HostEvidence", "fold_evidence", "host_evidence"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from gpusat_tui.analysis.facts import clean_median
+from gpusat_tui.analysis.clean_series import clean_median
 
 __all__ = ["FOLDS", "Fold", "HostFigures"]
 

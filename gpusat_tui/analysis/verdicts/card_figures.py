@@ -14,13 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
-from gpusat_tui.analysis.facts import (
-    CardFacts,
-    FrameFacts,
-    clean_median,
-    clean_reversals,
-    clean_stats,
-)
+from gpusat_tui.analysis.clean_series import clean_median, clean_reversals, clean_stats
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.verdicts.worker_advice import one_worker_count
 from gpusat_tui.analysis.window import Stats

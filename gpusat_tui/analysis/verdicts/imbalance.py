@@ -36,8 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
+from gpusat_tui.analysis.clean_series import sorted_figures
 from gpusat_tui.analysis.evidence.process_tie import ProcessTie
-from gpusat_tui.analysis.facts import CardFacts, FrameFacts, sorted_figures
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.verdicts.card_figures import throttle_counts
 from gpusat_tui.analysis.wording import duration, pct

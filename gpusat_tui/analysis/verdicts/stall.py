@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from gpusat_tui.analysis.facts import CardFacts, FrameFacts, ProcFacts, clean_median
+from gpusat_tui.analysis.clean_series import clean_median
+from gpusat_tui.analysis.facts import CardFacts, FrameFacts, ProcFacts
 from gpusat_tui.analysis.outside_stacks.outside_stack import OutsideStack
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.verdicts.progress import poll_progress, probe_batches

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gpusat_tui.analysis.facts import FrameFacts, ProcFacts, clean_median
+from gpusat_tui.analysis.clean_series import clean_median
+from gpusat_tui.analysis.facts import FrameFacts, ProcFacts
 from gpusat_tui.analysis.outside_stacks.outside_stack import OutsideStack
 from gpusat_tui.analysis.outside_stacks.outside_words import busy_lines, outside_words
 from gpusat_tui.analysis.probe_reading.measured import RUN_ADVICE

@@ -105,9 +105,9 @@ def no_tool_text(message: str, waiting: bool = False) -> Text:
         )
     else:
         text.append(
-            "A job started as `gpusat-tui run -- python train.py` is judged from its probe\n"
-            "even with no tool: start it, then gpusat-tui again. One already running\n"
-            "without it: gpusat-tui --pid PID.\n"
+            "A job started as `gpusat-tui run -- python train.py` is judged from\n"
+            "its probe even with no tool: start it, then gpusat-tui again. One\n"
+            "already running without it: gpusat-tui --pid PID.\n"
         )
     text.append(
         "See the dashboard on the bundled demo recording:  gpusat-tui --fallback-demo\n"

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpusat_tui.analysis.fleet import FleetTracker
-from gpusat_tui.commands.export_metrics import CARD_LABELS
+from gpusat_tui.commands.metric_table import CARD_LABELS
 from gpusat_tui.model import VERDICT_KINDS, Frame
 from gpusat_tui.sources.fleet_view.fleet_answers import FIGURES, frame_from_answer
 from gpusat_tui.sources.fleet_view.prometheus_api import decode_answer

@@ -10,6 +10,11 @@ Run by hand (``python benchmarks/bench_stack_sampler.py``); prints:
    (``--rounds`` pairs): how much slower the loop runs, the median of the pairs. The sampler
    takes the GIL at every sample, so the loop waits for the sample and for the hand-over.
 3. The sampler thread's own CPU time over that run, as a share of one core.
+4. One sample of a thread blocked in a C call from its innermost frame, 30 frames deep: a
+   plain C call (``lock.acquire``), and a stand-in of a ``jax.jit`` function (its call runs in
+   C) named by a global and by a local (which, before Python 3.13, copies the frame's locals
+   into its dict: a frame with 40 locals here); and the first sample at a new call site (its
+   code's bytecode read, in a 2,000-line function).
 
 The sampler thread here runs the publisher's loop (`publish._publisher`) without the
 publications: the same `StackSampler.sample` at the same jittered period.
@@ -18,6 +23,8 @@ publications: the same `StackSampler.sample` at the same jittered period.
 from __future__ import annotations
 
 import argparse
+import dis
+import functools
 import random
 import statistics
 import sys
@@ -28,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from gpusat_tui.probe.calls import call_site  # noqa: E402
 from gpusat_tui.probe.sampler import DEFAULT_HZ, StackSampler  # noqa: E402
 
 DEPTH = 30
@@ -147,6 +155,77 @@ def main() -> None:
           f"{100.0 * sampling.held / walls_on:.3f} %")
     print(f"3. the sampler thread's CPU: {100.0 * sampling.cpu / walls_on:.3f} % of one core "
           f"while sampling")
+    bench_calls(args.repeat)
+
+
+class PjitFunction(functools.partial):  # type: ignore[type-arg]
+    """Stands in for ``jaxlib._jax.PjitFunction``: its call runs in C."""
+
+
+PjitFunction.__module__ = "jaxlib._jax"
+GLOBAL_STEP: object = None
+
+
+def calls_global(started: threading.Event) -> None:
+    started.set()
+    GLOBAL_STEP()  # type: ignore[operator]
+
+
+def calls_local(started: threading.Event, step: object) -> None:
+    # 40 locals, as a training loop's frame has
+    v00 = v01 = v02 = v03 = v04 = v05 = v06 = v07 = v08 = v09 = list(range(10))  # noqa: F841
+    v10 = v11 = v12 = v13 = v14 = v15 = v16 = v17 = v18 = v19 = {"k": 1}  # noqa: F841
+    v20 = v21 = v22 = v23 = v24 = v25 = v26 = v27 = v28 = v29 = "text"  # noqa: F841
+    v30 = v31 = v32 = v33 = v34 = v35 = v36 = v37 = 3.0  # noqa: F841
+    started.set()
+    step()  # type: ignore[operator]
+
+
+def calls_plain(started: threading.Event, lock: threading.Lock) -> None:
+    started.set()
+    lock.acquire()
+
+
+def us_per_sample(sampler: StackSampler, k: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(k):
+        sampler.sample(0.0, False, None)
+    return (time.perf_counter() - t0) / k * 1e6
+
+
+def bench_calls(repeat: int) -> None:
+    global GLOBAL_STEP
+    lock = threading.Lock()
+    lock.acquire()
+    step = GLOBAL_STEP = PjitFunction(lock.acquire)
+    cases = [("a plain C call", calls_plain, (lock,)), ("jax.jit via a global", calls_global, ()),
+             ("jax.jit via a local", calls_local, (step,))]
+    for label, target, args in cases:
+        started = threading.Event()
+        thread = threading.Thread(target=deep, args=(DEPTH, target, started, *args),
+                                  daemon=True)
+        thread.start()
+        started.wait()
+        sampler = StackSampler()
+        sampler.thread = thread.ident
+        time.sleep(0.05)  # in its call
+        per_sample = min(us_per_sample(sampler, 20_000) for _ in range(repeat))
+        print(f"4. one sample in {label}: {per_sample:.1f} us, phase {sampler.phase} "
+              f"({sampler.where()})")
+    lock.release()
+    lines = "\n".join(f"    x{i} = len(str({i}))" for i in range(2000))
+    scope: dict[str, object] = {}
+    exec(compile(f"def big():\n{lines}\n    return step(x1)\n", "<bench>", "exec"), scope)
+    code = scope["big"].__code__  # type: ignore[attr-defined]
+    last = max(i.offset for i in dis.get_instructions(code) if i.opname == "CALL")
+    t0 = time.perf_counter()
+    call_site(code, last)
+    first = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    call_site(code, last - 2)
+    again = (time.perf_counter() - t0) * 1e3
+    print(f"4b. the first sample at a call site of a 2,000-line function: {first:.1f} ms "
+          f"(its bytecode read), at another site of it: {again:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -231,7 +231,7 @@ def breakdown(root: Path, polls: int = 20) -> None:
     import asyncio
     import os
 
-    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
     from gpusat_tui.sources.polling.live import LiveSource
 
     fake = make_bin(root / "breakdown", hung=False)

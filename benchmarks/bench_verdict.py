@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 # ``BENCH_TREE=DIR``: measure the package of another checkout (main) with this script.
 sys.path.insert(0, os.environ.get("BENCH_TREE", str(ROOT)))
 
-from gpusat_tui.analysis.tracker import VerdictTracker  # noqa: E402
-from gpusat_tui.analysis.verdict import judge  # noqa: E402
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker  # noqa: E402
+from gpusat_tui.analysis.verdicts.verdict import judge  # noqa: E402
 from gpusat_tui.model import Frame  # noqa: E402
 from tests.scenarios import SCENARIOS  # noqa: E402
 

@@ -21,7 +21,7 @@ from typing import Any
 
 
 def main() -> None:
-    from gpusat_tui.analysis import tracker
+    from gpusat_tui.analysis.verdicts import tracker
 
     fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     total = [0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,18 +25,21 @@ def py_spy_path() -> str | None:
 
 
 @contextlib.contextmanager
-def hung_job(max_s: float = 120.0,
-             heartbeat_file: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+def hung_job(max_s: float = 120.0, heartbeat_file: Path | None = None,
+             extra: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[str]]:
     """`tests/jobs/hung_job.py` running, its threads started (with ``heartbeat_file``, the
-    second thread appends to it each second); killed on the way out."""
-    extra = ["--heartbeat-file", str(heartbeat_file)] if heartbeat_file is not None else []
+    second thread appends to it each second; ``extra``: more of its options, ``--workers``);
+    killed on the way out (its workers end with it)."""
+    if heartbeat_file is not None:
+        extra = ("--heartbeat-file", str(heartbeat_file), *extra)
     proc = subprocess.Popen([sys.executable, str(HUNG_JOB), "--max-s", str(max_s), *extra],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         yield proc
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the job's session: its workers too
         proc.wait()
 
 

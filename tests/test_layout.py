@@ -117,6 +117,14 @@ def test_a_lower_layer_importing_a_higher_breaks_the_layers(planted: Path) -> No
          "Host: the process monitor and the probe"),
         ("host/scheduler", "gpusat_tui.host.probes.probe_files",
          "Host: the process monitor and the probe"),
+        ("analysis/probe_reading", "gpusat_tui.analysis.verdicts.card",
+         "Analysis: the verdicts over the host evidence"),
+        ("analysis/probe_reading", "gpusat_tui.analysis.facts",
+         "Analysis: the verdicts over the host evidence"),
+        ("analysis/evidence", "gpusat_tui.analysis.outside_stacks.outside_stack",
+         "Analysis: the verdicts over the host evidence"),
+        ("analysis/outside_stacks", "gpusat_tui.analysis.evidence.host_evidence",
+         "Analysis: the verdicts over the host evidence"),
     ],
 )
 def test_an_import_across_rooms_breaks_their_contract(

@@ -1,31 +1,25 @@
 """What the verdict reads of one Frame, extracted once per frame (`frame_facts`).
 
 Judging re-reads the same frames on every poll, so each frame's figures are cleaned here once
-(`num`, percentages capped at 100) and every window that holds the frame reuses them. The
-``clean_*`` helpers summarise figures that are already clean, without checking each again.
+(`num`, percentages capped at 100) and every window that holds the frame reuses them
+(`clean_series` summarises them without checking each again).
 """
 
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
-from gpusat_tui.analysis.window import Stats, card_id_of, cards_of, num
+from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts, probe_facts
+from gpusat_tui.analysis.window import card_id_of, cards_of, num
 from gpusat_tui.model import LIMITING, Frame, ProcessSample, StackDump, split_reasons
 
 __all__ = [
     "CardFacts",
     "FrameFacts",
     "ProcFacts",
-    "clean_median",
-    "clean_reversals",
-    "clean_stats",
     "frame_facts",
-    "sorted_figures",
 ]
 
 
@@ -157,71 +151,6 @@ def card_facts(card: object) -> CardFacts:
     )
 
 
-def sorted_figures(values: Sequence[float | None]) -> list[float]:
-    """The figures of ``values`` (None: missing), in ascending order. One sort where none is
-    missing (most series): a None makes that sort fail, since None and a float do not
-    compare, and only then are the figures picked out first (cheaper than looking for a None
-    in every series). A series that starts with a None (often one the tool never gives) is
-    filtered first, without the failed sort."""
-    if values and values[0] is None:
-        return sorted([v for v in values if v is not None])
-    try:
-        return sorted(values)  # type: ignore[arg-type]  # a None fails the sort: caught below
-    except TypeError:
-        return sorted([v for v in values if v is not None])
-
-
-def clean_stats(values: Iterable[float | None]) -> Stats | None:
-    """`stats` of figures already cleaned by `num` (same result, without re-checking each)."""
-    items = values if isinstance(values, (list, tuple)) else list(values)
-    # The sort gives the median (as `statistics.median` computes it), the min (the first of
-    # equal ones, as `min` picks: the sort is stable), the sum (`fsum` is exact in any order)
-    # and the max, except where the top is zero: `max` picks the first of equal ones (0.0
-    # before -0.0), which the sorted list's end would not.
-    ordered = sorted_figures(items)
-    n = len(ordered)
-    if not n:
-        return None
-    mid = n // 2
-    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    top = ordered[-1]
-    if not top:
-        top = max(v for v in items if v is not None)
-    last = items[-1]
-    if last is None:
-        last = next(v for v in reversed(items) if v is not None)
-    return Stats(n, len(items) - n, math.fsum(ordered) / n, median, ordered[0], top, last)
-
-
-def clean_median(values: Iterable[float | None]) -> float | None:
-    """The median of `clean_stats`, alone (for figures of which only the median is read)."""
-    present = sorted_figures(values if isinstance(values, (list, tuple)) else list(values))
-    n = len(present)
-    if not n:
-        return None
-    mid = n // 2
-    return present[mid] if n % 2 else (present[mid - 1] + present[mid]) / 2
-
-
-def clean_reversals(values: Sequence[float | None], min_step: float) -> int:
-    """`reversals` of figures already cleaned by `num` (same count, without re-checking)."""
-    count = 0
-    direction = 0
-    previous: float | None = None
-    for figure in values:
-        if figure is None:
-            continue
-        if previous is None:
-            previous = figure
-        elif abs(figure - previous) > min_step:
-            step = 1 if figure > previous else -1
-            if direction and step != direction:
-                count += 1
-            direction = step
-            previous = figure
-    return count
-
-
 @dataclass(frozen=True, slots=True)
 class FrameFacts:
     """What the verdict reads of one Frame, extracted once.
@@ -243,11 +172,11 @@ class FrameFacts:
     #: What the probes in the trainers measured; empty without a probe.
     probes: tuple[ProbeFacts, ...] = ()
     #: (pid, card ids) of each trainer that names its cards, in process order, and whether
-    #: any process names cards: what `evidence.ProcessTie` folds over a window.
+    #: any process names cards: what `process_tie.ProcessTie` folds over a window.
     trainer_cards: tuple[tuple[object, tuple[str, ...]], ...] = ()
     any_card_ids: bool = False
     #: (job key, its trainers' PIDs, its cards) of each job the frame names (`Frame.jobs`):
-    #: what tells jobs apart (`evidence.ProcessTie`). Empty in older recordings.
+    #: what tells jobs apart (`process_tie.ProcessTie`). Empty in older recordings.
     jobs: tuple[tuple[str, tuple[object, ...], tuple[str, ...]], ...] = ()
     #: The readings of ``cards`` that are fresh (not carried over from a failed poll): what
     #: the statistics of a window read.
@@ -260,7 +189,7 @@ class FrameFacts:
     #: Whether any fresh reading names a limiting clock-event reason (NVIDIA's tools only).
     any_throttle: bool = False
     #: Figures derived from this frame alone that a window reads again on every poll (the
-    #: host evidence of one card at this poll, `evidence.EvidenceCache`). Keyed per card, so
+    #: host evidence of one card at this poll, `host_evidence.EvidenceCache`). Keyed per card, so
     #: bounded by the cards in the frame's windows; it goes with the frame. Keys are (what,
     #: card id); each user reads back the tuple it stored.
     memo: dict[tuple[str, str | None], tuple[Any, ...]] = field(

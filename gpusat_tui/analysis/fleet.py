@@ -21,8 +21,8 @@ import statistics
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
 
-from gpusat_tui.analysis.job import SEVERITY
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpusat_tui.analysis.verdicts.job import SEVERITY
 from gpusat_tui.model import (
     Assessment,
     CardReading,

@@ -1,27 +1,21 @@
 """How figures are written in ``why`` and ``advice``: shared formatting and sentences.
 
 People read these lines to decide what to change, so the same figure is always written the
-same way (``pct``, ``gib``, ``plural``) and the sentences about host evidence live in one place.
+same way (``pct``, ``gib``, ``plural``); the sentences about host evidence are
+``evidence.host_words``'s.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gpusat_tui.analysis.evidence import HostEvidence
 
 __all__ = [
     "ALLOC_CONF_VARS",
     "duration",
     "gib",
-    "host_line",
     "pct",
     "plural",
     "stall_span",
     "stalled_advice",
     "util_nature",
-    "worker_line",
 ]
 
 #: The PyTorch caching-allocator variable of each vendor's PyTorch build.
@@ -55,30 +49,6 @@ def gib(mib: float) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def worker_line(ev: HostEvidence) -> str:
-    if not ev.n_workers:
-        return "no DataLoader workers seen"
-    if ev.worker_cpu is None:
-        return f"{plural(ev.n_workers, 'worker')}, CPU not readable"
-    if ev.n_workers == 1:
-        return f"1 worker at {pct(ev.worker_cpu)} CPU"
-    return (
-        f"{plural(ev.n_workers, 'worker')} at {pct(ev.worker_cpu)} CPU each "
-        f"({pct(ev.worker_sum or 0.0)} together)"
-    )
-
-
-def host_line(ev: HostEvidence) -> str | None:
-    parts = []
-    if ev.cpu_count:
-        parts.append(f"{ev.cpu_count} cores")
-    if ev.host_cpu is not None:
-        parts.append(f"host CPU {pct(ev.host_cpu)}")
-    if ev.iowait is not None:
-        parts.append(f"iowait {pct(ev.iowait)}")
-    return ", ".join(parts) if parts else None
 
 
 # --- stalled ------------------------------------------------------------------------------

@@ -36,12 +36,13 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.commands.check_report import CheckBuilder, probe_line, stack_lines
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.commands.check_report import CheckBuilder
 from gpusat_tui.commands.check_schema import CheckError, CheckReport, Stats
 from gpusat_tui.commands.job_lines import energy_line, job_words
 from gpusat_tui.commands.options import CheckOptions
+from gpusat_tui.commands.probe_lines import probe_line, stack_lines
 from gpusat_tui.commands.stopping import stopped_by_signals
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.output import emit, say

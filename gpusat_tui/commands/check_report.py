@@ -1,71 +1,47 @@
-"""What ``gpusat-tui check`` says, built from Frames: `CheckBuilder` and the probe's lines.
+"""What ``gpusat-tui check`` says, built from Frames: `CheckBuilder`.
 
 Pure (no I/O, no clock): `check` feeds it polled Frames, ``report`` the Frames of a recording.
 The JSON shapes it fills are `check_schema`'s (an interface).
 `CheckBuilder` folds Frames into a report in constant memory (running statistics per card,
-process and probe), so a week's recording costs no more memory than a minute's.
+process, and per probed rank in `probe_accumulator`), so a week's recording costs no more
+memory than a minute's; `probe_lines` writes a probed rank in words.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpusat_tui.analysis.energy import EnergyMeter
-from gpusat_tui.analysis.job import SEVERITY as JOB_SEVERITY
-from gpusat_tui.analysis.job import job_verdicts
-from gpusat_tui.analysis.probe_session import SessionCounters
-from gpusat_tui.analysis.probe_words import (
-    NO_BATCH,
-    allocator_words,
-    figures,
-    lines_words,
-    phases_words,
-    place_words,
-    step_words,
-    throughput_words,
-    wait_words,
-)
-from gpusat_tui.analysis.stack_shares import stack_shares
 from gpusat_tui.analysis.stats import RunningStats
+from gpusat_tui.analysis.verdicts.job import SEVERITY as JOB_SEVERITY
+from gpusat_tui.analysis.verdicts.job import job_verdicts
 from gpusat_tui.commands.check_schema import (
-    CheckAlloc,
     CheckCard,
     CheckEnergy,
     CheckError,
     CheckJob,
     CheckOutsideStack,
-    CheckProbe,
-    CheckProbeRun,
     CheckProcess,
     CheckReport,
-    CheckStack,
-    CheckUserLine,
     CheckVerdict,
     Stats,
+    stats_figures,
 )
+from gpusat_tui.commands.probe_accumulator import ProbeAccumulator
 from gpusat_tui.model import (
     VENDORS,
     Assessment,
     Frame,
     JobContext,
-    ProbeSample,
     ProcessRole,
     StackDump,
     Verdict,
     split_reasons,
 )
 
-__all__ = [
-    "CheckBuilder",
-    "ProbeAccumulator",
-    "overall_verdict",
-    "probe_line",
-    "probe_who",
-    "stack_lines",
-]
+__all__ = ["CheckBuilder", "overall_verdict"]
 
 
 #: Ties between card verdicts go to the more severe, in the verdict engine's one order
@@ -87,7 +63,9 @@ def overall_verdict(card_kinds: Sequence[str], job_kind: str | None = None) -> s
     return min(busy, key=lambda k: (-busy[k], rank.get(k, len(SEVERITY))))
 
 
-_FIGURES = ("util_pct", "mem_pct", "mem_used_mib", "power_w", "temp_c")
+#: The figures summarised per card and process: the shapes' `Stats` fields.
+_FIGURES = stats_figures(CheckCard)
+_PROCESS_FIGURES = stats_figures(CheckProcess)
 #: Numeric ``CardReading.extras`` that ``check --json`` summarises per card (names agreed
 #: with the collectors: NVIDIA GPM counters).
 CHECK_EXTRAS: tuple[str, ...] = (
@@ -111,156 +89,15 @@ class _CardAcc:
     throttle: dict[str, int] | None = None
 
 
-_PROBE_FIGURES = ("data_wait_pct", "step_ms", "batches_per_s", "samples_per_s")
-_ALLOC_FIGURES = ("allocated_bytes", "reserved_bytes", "inactive_split_bytes")
-
-
-@dataclass
-class ProbeAccumulator:
-    """One probed rank's figures over a `check` run: each publication folded in once."""
-
-    stats: dict[str, RunningStats] = field(
-        default_factory=lambda: {f: RunningStats() for f in _PROBE_FIGURES + _ALLOC_FIGURES}
-    )
-    last: ProbeSample | None = None
-    first: ProbeSample | None = None
-    #: ``elapsed_s`` of the last publication folded in: a file read twice counts once.
-    seen: float | None = None
-    #: The run's figures from the counters, across a restart of the probe.
-    counters: SessionCounters = field(default_factory=SessionCounters)
-
-    def add(self, probe: ProbeSample) -> None:
-        self.last = probe
-        if self.first is None or (self.first.elapsed_s is None and probe.elapsed_s is not None):
-            self.first = probe
-        if probe.elapsed_s is not None and probe.elapsed_s == self.seen:
-            return
-        self.seen = probe.elapsed_s
-        self.counters.add(probe)
-        for name in _PROBE_FIGURES:
-            self.stats[name].add(getattr(probe, name))
-        if probe.alloc is not None:
-            for name in _ALLOC_FIGURES:
-                self.stats[name].add(getattr(probe.alloc, name))
-
-    def report(self) -> CheckProbe:
-        p = self.last
-        assert p is not None
-        alloc = None
-        if p.alloc is not None or self.stats["reserved_bytes"].count:
-            alloc = CheckAlloc(
-                **{n: Stats(**self.stats[n].as_dict()) for n in _ALLOC_FIGURES},
-                alloc_retries=p.alloc.alloc_retries if p.alloc else None,
-                ooms=p.alloc.ooms if p.alloc else None,
-            )
-        return CheckProbe(
-            **{n: Stats(**self.stats[n].as_dict()) for n in _PROBE_FIGURES},
-            rank=p.rank, world_size=p.world_size, alloc=alloc, local_rank=p.local_rank,
-            card_id=p.card_id, tie=p.tie, batches=p.batches, steps=p.steps,
-            run=self.run(), framework=p.framework, data_wait_note=p.data_wait_note,
-            stack=self.stack(),
-        )
-
-    def stack(self) -> CheckStack | None:
-        last = self.last
-        if last is None:
-            return None
-        shares = stack_shares(self.first, last)
-        if shares is None:
-            return None
-        line = last.stack_line
-        return CheckStack(
-            samples=shares.samples,
-            phases_pct={k: round(v, 1) for k, v in shares.phases.items()},
-            user_lines=[CheckUserLine(file=s.line.file, line=s.line.line,
-                                      function=s.line.function, pct=round(s.pct, 1))
-                        for s in shares.lines],
-            phase=last.stack_phase, where=last.stack_where,
-            line=f"{os.path.basename(line.file)}:{line.line}" if line is not None else None,
-            still_s=last.stack_still_s, sig=last.stack_sig,
-            frames=[f"{f.module}.{f.function} ({f.file}:{f.line})" for f in last.stack],
-        )
-
-    def run(self) -> CheckProbeRun | None:
-        rates = self.counters.rates()
-        if rates is None:
-            return None
-        return CheckProbeRun(
-            span_s=round(rates.span_s, 3),
-            data_wait_pct=None if self.last is None or self.last.data_wait_note else rates.wait_pct,
-            step_ms=rates.step_ms,
-            batches_per_s=rates.batches_per_s, samples_per_s=rates.samples_per_s,
-        )
-
-
-def probe_line(probe: CheckProbe) -> str:
-    """``data wait 43 % · step 182 ms · 1,240 samples/s`` over the run: from the cumulative
-    counters where two publications were seen, else the means of the publications'."""
-    run = probe.run
-    wait = run.data_wait_pct if run is not None else probe.data_wait_pct.mean
-    step = run.step_ms if run is not None else probe.step_ms.mean
-    samples = run.samples_per_s if run is not None else probe.samples_per_s.mean
-    batches = run.batches_per_s if run is not None else probe.batches_per_s.mean
-    alloc = probe.alloc
-    return figures((
-        # The probe's note outranks a figure: it says the figure is not the wait.
-        wait_words(None if probe.data_wait_note else wait, note=probe.data_wait_note),
-        step_words(step),
-        throughput_words(samples, batches),
-        allocator_words(alloc.allocated_bytes.last, alloc.reserved_bytes.last,
-                        alloc.alloc_retries) if alloc is not None else None,
-    )) or NO_BATCH
-
-
-#: A stack that has not moved for this long is said so.
-STILL_SHOWN_S = 5.0
-
-
-def stack_lines(probe: CheckProbe) -> list[str]:
-    """The sampled stack of one trainer over the run, in words: the step's phases, the
-    hottest user lines, and where it is now (with how long it has not moved, from 5 s)."""
-    stack = probe.stack
-    if stack is None:
-        return []
-    run = probe.run
-    step = run.step_ms if run is not None else probe.step_ms.mean
-    out = [phases_words(step, stack.phases_pct)]
-    out.append(lines_words((u.file, u.line, u.function, u.pct) for u in stack.user_lines))
-    if stack.still_s is not None and stack.still_s >= STILL_SHOWN_S:
-        place = place_words(stack.where, stack.line)
-        out.append(f"now {place}, not moved for {stack.still_s:.0f} s")
-    return [line for line in out if line]
-
-
-def probe_who(pid: int, probe: CheckProbe) -> str:
-    """``PID 4242 rank 1/8 → nvidia:1`` (with "(guess)" when the card tie is one)."""
-    who = f"PID {pid}"
-    if probe.rank is not None:
-        who += f" rank {probe.rank}" + (f"/{probe.world_size}" if probe.world_size else "")
-    if probe.card_id:
-        who += f" → {probe.card_id}" + (" (guess)" if probe.tie == "guess" else "")
-    return who
-
-
-#: The figures of `ProcessSample` folded per process as they are: the progress counters and a
-#: trainer's other threads (CPU %, busy count).
-_PROGRESS: tuple[str, ...] = (
-    "rchar_per_s", "wchar_per_s", "syscalls_per_s", "ctx_switches_per_s",
-    "other_threads_cpu_pct", "busy_threads", "cpu_quota_cores", "cpu_throttled_pct",
-)
-
-
 @dataclass
 class _ProcAcc:
     pid: int
     role: ProcessRole
     name: str
-    cpu: RunningStats = field(default_factory=RunningStats)
     card_ids: list[str] = field(default_factory=list)
     probe: ProbeAccumulator | None = None
-    #: rchar, wchar, syscalls, context switches per second, other threads (`_PROGRESS` order).
-    progress: tuple[RunningStats, ...] = field(
-        default_factory=lambda: tuple(RunningStats() for _ in _PROGRESS)
+    stats: dict[str, RunningStats] = field(
+        default_factory=lambda: {f: RunningStats() for f in _PROCESS_FIGURES}
     )
     world_size: int | None = None
     rank: int | None = None
@@ -310,9 +147,8 @@ class CheckBuilder:
             if pacc is None or pacc.role != proc.role:
                 pacc = self._procs[proc.pid] = _ProcAcc(proc.pid, proc.role, proc.name)
             pacc.name = proc.name
-            pacc.cpu.add(proc.cpu_pct)
-            for name, stats in zip(_PROGRESS, pacc.progress, strict=True):
-                stats.add(getattr(proc, name))
+            for name in _PROCESS_FIGURES:
+                pacc.stats[name].add(getattr(proc, name))
             if proc.world_size is not None or proc.rank is not None:
                 pacc.world_size, pacc.rank = proc.world_size, proc.rank
             if proc.stack_dump is not None:
@@ -397,11 +233,10 @@ class CheckBuilder:
         processes = [
             CheckProcess(
                 pid=p.pid, role=p.role, name=p.name,
-                cpu_pct=Stats(**p.cpu.as_dict()), card_ids=list(p.card_ids),
+                card_ids=list(p.card_ids),
                 probe=p.probe.report() if p.probe is not None else None,
                 job=self._job_of_pid.get(p.pid) if p.role == "trainer" else None,
-                **{name: Stats(**stats.as_dict())
-                   for name, stats in zip(_PROGRESS, p.progress, strict=True)},
+                **{name: Stats(**stats.as_dict()) for name, stats in p.stats.items()},
                 world_size=p.world_size, rank=p.rank,
                 stack_dump=CheckOutsideStack.of(p.stack_dump) if p.stack_dump is not None else None,
             )
@@ -424,7 +259,8 @@ class CheckBuilder:
             job=CheckVerdict(kind=job_verdict.kind, cause=job_verdict.cause,
                              why=list(job_verdict.why), advice=list(job_verdict.advice))
             if job_verdict is not None else None,
-            no_tool=not cards and any(p.probe is not None for p in self._procs.values()),
+            no_tool=not cards and any(p.probe is not None or p.role == "trainer"
+                                       for p in self._procs.values()),
             duration_s=round(duration_s, 3),
             samples=self.samples,
             cards=cards,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from gpusat_tui.analysis.energy import JOULES_PER_KWH, EnergyFigures
-from gpusat_tui.analysis.outside_stack import dump_place
+from gpusat_tui.analysis.outside_stacks.outside_stack import dump_place
 from gpusat_tui.model import SCHEMA_VERSION, ProcessRole, StackDump
 from gpusat_tui.text import clean
 
@@ -30,6 +30,7 @@ __all__ = [
     "CheckUserLine",
     "CheckVerdict",
     "Stats",
+    "stats_figures",
 ]
 
 
@@ -47,6 +48,14 @@ class Stats(CheckShape):
     max: float | None = None
     #: The last good figure, even when later polls failed and the card went stale.
     last: float | None = None
+
+
+def stats_figures(shape: type[CheckShape]) -> tuple[str, ...]:
+    """The shape's `Stats` fields, in order: each summarises the `model` figure of the same
+    name (`CheckCard`'s a `CardReading`'s, `CheckProcess`'s a `ProcessSample`'s, `CheckProbe`'s
+    a `ProbeSample`'s, `CheckAlloc`'s a `ProbeAlloc`'s), so `check_report` folds what the shape
+    declares and a figure is added to ``check --json`` by its field here alone."""
+    return tuple(name for name, info in shape.model_fields.items() if info.annotation is Stats)
 
 
 class CheckVerdict(CheckShape):

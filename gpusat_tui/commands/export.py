@@ -34,7 +34,7 @@ from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.output import say
 
 if TYPE_CHECKING:  # the CLI imports this module to parse --listen: keep that import light
-    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
     from gpusat_tui.commands.export_metrics import ExportState
     from gpusat_tui.notify.notifier import Notifier
     from gpusat_tui.notify.status_file import StatusFileWriter
@@ -137,7 +137,7 @@ async def _poll_forever(
 
 def run_export(options: ExportOptions) -> int:
     """Entry point of ``gpusat-tui export`` (exit statuses in the module docstring)."""
-    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
     from gpusat_tui.commands.export_metrics import ExportState
     from gpusat_tui.notify.notifier import notifier_from_options
     from gpusat_tui.notify.status_file import StatusFileWriter

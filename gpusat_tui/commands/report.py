@@ -31,8 +31,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.commands.check_report import (
     CheckBuilder,
 )

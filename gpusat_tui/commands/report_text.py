@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
-from gpusat_tui.commands.check_report import probe_line, probe_who, stack_lines
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.commands.job_lines import energy_line, job_words, total_energy_line
+from gpusat_tui.commands.probe_lines import probe_line, probe_who, stack_lines
 from gpusat_tui.commands.session_report import Runs, SessionReport, Stretch
 from gpusat_tui.text import clean, clean_block
 

@@ -252,7 +252,7 @@ def quick_poll(options: StatusOptions) -> JobStatus | None:
     import asyncio
     import threading
 
-    from gpusat_tui.analysis.tracker import VerdictTracker
+    from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
     from gpusat_tui.errors import ToolMissing
     from gpusat_tui.notify.status_file import summarise
     from gpusat_tui.sources.polling.live import LiveSource

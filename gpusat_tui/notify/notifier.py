@@ -36,9 +36,11 @@ def publish_poll(frame: Frame, assessment: Assessment, status_file: StatusFileWr
 
 
 def job_gone(frame: Frame) -> bool:
-    """No card, no probed trainer and no tool error in this poll: with no accelerator tool, the
-    probed job has ended (a tool that fails says so in ``errors``: not a job gone)."""
-    return not frame.cards and not frame.probes and not frame.errors
+    """No card, no trainer (probed, or found by the process census) and no tool error in this
+    poll: with no accelerator tool, the job has ended (a tool that fails says so in
+    ``errors``: not a job gone)."""
+    return (not frame.cards and not frame.probes and not frame.errors
+            and not any(p.role == "trainer" for p in frame.processes))
 
 
 def detail_of(status: JobStatus) -> str | None:

@@ -75,6 +75,8 @@ MODULE_PHASES: tuple[tuple[str, str], ...] = (
     ("tensorflow.python.eager.polymorphic_function", "compiled"),
     ("tensorflow.python.eager.def_function", "compiled"),
     ("jax._src.pjit", "compiled"),
+    ("jax._src.pmap", "compiled"),
+    ("mindspore.graph", "compiled"),  # MindSpore 2.8+: jit and graph-mode cells
     ("mindspore.common.api", "compiled"),
     ("torch._dynamo", "compiled"),
     # the forward pass
@@ -98,6 +100,13 @@ FORWARD_ONLY: dict[str, frozenset[str]] = {
 SYNC_FUNCTIONS = frozenset({"synchronize", "block_until_ready", "device_get", "_sync"})
 #: Framework roots whose ``SYNC_FUNCTIONS`` count (a user's own ``synchronize`` is not one).
 SYNC_ROOTS = frozenset({"torch", "paddle", "jax", "jaxlib", "mindspore", "tensorflow"})
+#: Functions of these modules that copy a device array to the host, so wait for the work that
+#: makes it (JAX and MindSpore dispatch asynchronously: ``float(loss)`` waits for the step).
+SYNC_IN_MODULES: dict[str, frozenset[str]] = {
+    "jax._src.array": frozenset({"_value", "__array__"}),
+    "mindspore.common.tensor": frozenset({"asnumpy"}),
+    "tensorflow.python.framework.ops": frozenset({"numpy", "_numpy"}),
+}
 
 #: Functions that make a whole stack evaluation, wherever they are (the user's own included).
 EVAL_FUNCTIONS = frozenset({
@@ -128,6 +137,9 @@ def frame_phase(module: str, function: str) -> str | None:
         return "checkpoint"
     root = module.partition(".")[0]
     if function in SYNC_FUNCTIONS and root in SYNC_ROOTS:
+        return "sync"
+    waits = SYNC_IN_MODULES.get(module)
+    if waits is not None and function in waits:
         return "sync"
     only = FORWARD_ONLY.get(module)
     if only is not None:

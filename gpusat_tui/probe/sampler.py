@@ -5,7 +5,9 @@ The publisher thread (`publish`) calls `StackSampler.sample` about `DEFAULT_HZ` 
 at jittered intervals (a fixed period beside a periodic step would read the same part of every
 step). Each sample reads ``sys._current_frames()[training thread]`` under the GIL, walks its
 frames (each code object's module, phase and whether it is the user's is worked out once and
-kept), and adds one to the phase it is in and to its innermost user line. Counts are
+kept), and adds one to the phase it is in and to its innermost user line. An innermost frame
+that calls into C is asked what it calls (`calls`): a ``jax.jit`` function runs with no Python
+frame, so only the call names the phase. Counts are
 cumulative, like the data wait's seconds, so a monitor takes any window's shares from two
 publications. A sample costs some 10-40 us of the GIL (`benchmarks/bench_probe.py`).
 
@@ -19,7 +21,9 @@ import os
 import sys
 import zlib
 from types import CodeType, FrameType
+from typing import Any
 
+from .calls import CallSite, call_phase, call_site
 from .phases import PHASES, frame_phase, stack_phase
 
 DEFAULT_HZ = 20.0
@@ -34,6 +38,7 @@ KEPT_LINES = 256
 #: Code objects whose facts are kept (a job that generates code without end is cleared).
 KEPT_CODES = 8192
 
+_UNSEEN: Any = object()
 _STDLIB = os.path.dirname(os.__file__) + os.sep
 _PROBE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -76,8 +81,8 @@ class _Code:
 class StackSampler:
     """Cumulative counts of the training thread's samples, and its current stack."""
 
-    __slots__ = ("codes", "frames", "lines", "phase", "phase_at", "phases", "samples", "sig",
-                 "since", "t", "thread")
+    __slots__ = ("call", "codes", "frames", "lines", "phase", "phase_at", "phases", "samples",
+                 "sig", "since", "sites", "t", "thread")
 
     def __init__(self) -> None:
         #: Ident of the thread that pulls batches (None: the main thread).
@@ -87,6 +92,11 @@ class StackSampler:
         #: (code, line) of an innermost user frame -> samples there.
         self.lines: dict[tuple[CodeType, int], int] = {}
         self.codes: dict[CodeType, _Code] = {}
+        #: (code, offset) of an innermost frame -> what the call there loads (None: nothing
+        #: that is looked up).
+        self.sites: dict[tuple[CodeType, int], CallSite | None] = {}
+        #: What the newest sample's innermost frame calls, where that decided its phase.
+        self.call: str | None = None
         #: The newest sample's (code, line) frames, innermost first, and its phase with the
         #: index of the frame that decided it.
         self.frames: tuple[tuple[CodeType, int], ...] = ()
@@ -107,6 +117,19 @@ class StackSampler:
             found = self.codes[code] = _Code(code, module if isinstance(module, str) else "")
         return found
 
+    def _called(self, frame: FrameType) -> tuple[str, str] | None:
+        """The phase and callee of the call ``frame`` (the innermost) is in, if it names one."""
+        key = (frame.f_code, frame.f_lasti)
+        try:
+            site = self.sites.get(key, _UNSEEN)
+            if site is _UNSEEN:
+                if len(self.sites) >= KEPT_CODES:
+                    self.sites.clear()
+                site = self.sites[key] = call_site(*key)
+            return None if site is None else call_phase(frame, site)
+        except Exception:  # bytecode or an object that refuses a static look: no phase
+            return None
+
     def sample(self, now: float, in_data: bool, main_ident: int | None) -> bool:
         """One sample of the training thread at ``now``; ``in_data``: a timed iterator is
         running (the sample is data whatever the frames say). False if the thread is gone."""
@@ -116,6 +139,7 @@ class StackSampler:
             # The thread ended: no current stack (a stack kept from before would read as
             # one that stands still for good).
             self.frames, self.phase, self.phase_at, self.sig = (), None, -1, None
+            self.call = None
             return False
         walked: list[tuple[CodeType, int]] = []
         phases: list[str | None] = []
@@ -130,10 +154,17 @@ class StackSampler:
             if user is None and facts.user:
                 user = (code, line)
             f = f.f_back
+        self.call = None
+        if not in_data and walked:
+            called = self._called(frame)
+            if called is not None:
+                phases[0], self.call = called
         del frame, f
         phase, at = stack_phase(phases)
         if in_data:
             phase, at = "data", -1
+        if at != 0:
+            self.call = None
         frames = tuple(walked)
         if frames != self.sig:
             self.sig, self.since = frames, now
@@ -161,9 +192,12 @@ class StackSampler:
 
     def where(self) -> str | None:
         """The framework function the newest sample's phase was decided by, as
-        ``torch.distributed.all_reduce`` (module cut to its first two parts)."""
+        ``torch.distributed.all_reduce`` (module cut to its first two parts), or the compiled
+        function its innermost frame calls, as ``jax.jit(train_step)``."""
         if not self.frames or not 0 <= self.phase_at < len(self.frames):
             return None
+        if self.call is not None:
+            return self.call[:120]
         code = self.frames[self.phase_at][0]
         facts = self.codes.get(code)
         if facts is None:

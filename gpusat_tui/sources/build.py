@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.errors import ToolMissing
 from gpusat_tui.sources import FrameSource
 from gpusat_tui.sources.options import RecordOptions, SourceOptions

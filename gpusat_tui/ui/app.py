@@ -1,25 +1,20 @@
-"""The Textual dashboard: one exclusive worker reads the FrameSource, the UI never waits on I/O.
+"""The Textual dashboard: its widgets, its keys, and the wiring between them and the source.
 
-Data flow: the worker iterates ``source.frames()``, appends each frame to `DashboardState`
-(bounded histories), asks the tracker for verdicts, and posts `FrameReceived` (replaceable, so a
-slow terminal drops stale frames instead of lagging). The handler sets the app-level reactives
-``frame`` / ``assessment``; the watchers push them down into thin widgets, which skip any update
-whose text did not change. Only the selected card is drawn in full.
+One exclusive worker reads the source (`FrameFeed`): history, verdicts, then `FrameReceived`
+up (replaceable, so a slow terminal drops stale frames instead of lagging). The handler sets
+the app's reactives ``frame`` / ``assessment``; their watchers push them down
+(`FramePainter`) into thin widgets, which skip any update whose text did not change. Only the
+selected card is drawn in full.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -31,62 +26,38 @@ from textual.reactive import var
 from textual.widgets import Footer, Static
 
 from gpusat_tui.analysis.fleet import FleetTracker
-from gpusat_tui.model import Assessment, Frame, ProbeSample, Verdict
+from gpusat_tui.model import Assessment, Frame
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
-from gpusat_tui.text import clean
-from gpusat_tui.ui.fleet_state import FleetState, cards_in
-from gpusat_tui.ui.followed_job import JobFollower, ended_panel_text
+from gpusat_tui.ui.card_moves import card_after, card_below
+from gpusat_tui.ui.fleet_state import FleetState
+from gpusat_tui.ui.followed_job import JobFollower
+from gpusat_tui.ui.frame_feed import FrameFeed
+from gpusat_tui.ui.frame_painter import FramePainter, Shown, jobs_besides
+from gpusat_tui.ui.guarded_tracker import JOB_KEY, GuardedTracker
+from gpusat_tui.ui.key_availability import KeyState, key_live
 from gpusat_tui.ui.messages import FrameReceived, SourceEnded
-from gpusat_tui.ui.self_cost import FREEZE_HEAP_AFTER, process_cpu_sampler, settle_heap
+from gpusat_tui.ui.replay_keys import steer
+from gpusat_tui.ui.self_cost import (
+    CPU_FIRST_FIGURE_S,
+    FREEZE_HEAP_AFTER,
+    OwnCpuFigure,
+    process_cpu_sampler,
+    settle_heap,
+)
+from gpusat_tui.ui.signal_exit import exit_on_signals
 from gpusat_tui.ui.state import DashboardState
+from gpusat_tui.ui.status_facts import SourceWatch, source_interval, status_info
 from gpusat_tui.ui.tracking import Tracker, default_tracker
-from gpusat_tui.ui.widgets.cards import VENDOR_TAGS, CachedStatic, CardList
+from gpusat_tui.ui.view_choice import overview_wanted, why_cramped
+from gpusat_tui.ui.widgets.cards import CachedStatic, CardList
 from gpusat_tui.ui.widgets.fleet_list import FleetList, FleetSearch
-from gpusat_tui.ui.widgets.job_line import JobLine, job_summary
+from gpusat_tui.ui.widgets.job_line import JobLine
 from gpusat_tui.ui.widgets.job_picker import JobPicker
-from gpusat_tui.ui.widgets.overview import (
-    Block,
-    CardGrid,
-    block_for,
-    grid_layout,
-    overview_fits,
-)
+from gpusat_tui.ui.widgets.overview import CardGrid, grid_layout
 from gpusat_tui.ui.widgets.panel import CardDetail
-from gpusat_tui.ui.widgets.processes import (
-    ProcessPanel,
-    card_processes,
-    probe_summary,
-    windowed,
-)
+from gpusat_tui.ui.widgets.processes import ProcessPanel
 from gpusat_tui.ui.widgets.screens import HelpScreen, NoToolScreen
-from gpusat_tui.ui.widgets.status import StatusInfo, status_from_frame, status_text
-
-if TYPE_CHECKING:
-    from gpusat_tui.analysis.measured import Rank
-
-#: Seconds of steady running the first own-CPU figure is measured over.
-CPU_FIRST_FIGURE_S = 2.0
-
-#: Seconds a signal-triggered exit may take to restore the terminal before the process ends
-#: anyway (see `GpusatApp._exit_on_signal`).
-_SIGNAL_EXIT_GRACE_S = 3.0
-_REPLAY_ACTIONS = {"faster", "slower", "seek", "jump_start", "jump_end"}
-#: Keys of the open why view.
-_WHY_ACTIONS = {"why_page"}
-
-#: Panes shorter than this give the open why view the process panel's rows.
-WHY_ROOM_ROWS = 28
-
-#: The key of the job's verdict in a tracker's focus (analysis.job.JOB_KEY).
-JOB_KEY = "job"
-
-
-def _mmss(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+from gpusat_tui.ui.widgets.status import status_text
 
 
 class GpusatApp(App[int]):
@@ -120,12 +91,12 @@ class GpusatApp(App[int]):
         Binding("pagedown", "why_page(1)", "More", key_display="PgDn"),
         Binding("pageup", "why_page(-1)", "Back", key_display="PgUp", show=False),
         # One footer entry per pair (speed, seek): a replay's footer fits 80 columns.
-        Binding("plus,equals_sign", "faster", "Speed", key_display="+-"),
-        Binding("minus", "slower", "Slower", show=False),
-        Binding("left_square_bracket", "seek(-10)", "±10s", key_display="[]"),
-        Binding("right_square_bracket", "seek(10)", "+10s", show=False),
-        Binding("home", "jump_start", "Start", show=False),
-        Binding("end", "jump_end", "End", show=False),
+        Binding("plus,equals_sign", "replay('faster')", "Speed", key_display="+-"),
+        Binding("minus", "replay('slower')", "Slower", show=False),
+        Binding("left_square_bracket", "replay('seek', -10)", "±10s", key_display="[]"),
+        Binding("right_square_bracket", "replay('seek', 10)", "+10s", show=False),
+        Binding("home", "replay('jump_start')", "Start", show=False),
+        Binding("end", "replay('jump_end')", "End", show=False),
     ]
 
     # ``var``, not ``reactive``: a reactive on the App repaints the whole screen on every
@@ -156,7 +127,7 @@ class GpusatApp(App[int]):
         pids: Sequence[int] = (),
     ) -> None:
         """``view``: "overview" or "card" to start in (and keep) that view; None lets the
-        pane's size choose until the user does (`overview_fits`). ``freeze_heap``: freeze the
+        pane's size choose until the user does (`overview_wanted`). ``freeze_heap``: freeze the
         start-up heap after the first frames (`settle_heap`): for the process that runs only
         this app (the command line), never for one that runs many (tests, embedding).
         ``on_verdict``: told every frame's verdicts as they are judged (the status file and
@@ -169,37 +140,25 @@ class GpusatApp(App[int]):
         self.on_verdict = on_verdict
         #: Called by the command line after the app ends (the status file, the webhooks).
         self.closers: list[Callable[[], None]] = []
-        self.tracker: Tracker = tracker if tracker is not None else default_tracker()
+        tracker = tracker if tracker is not None else default_tracker()
+        self.tracker = GuardedTracker(tracker)
         self.interval = interval
         self.clock = clock
-        self._own_cpu = own_cpu
-        #: Whether the own-CPU figure's interval has started (`_start_cpu_figure`); an
-        #: injected sampler (tests) starts at once.
-        self._cpu_interval_started = True
+        self.cpu = OwnCpuFigure(own_cpu)
         self.cpu_sample_s = cpu_sample_s
         self.banner = banner
         self.no_tool = no_tool
-        # The fleet view: its list puts the worst first and folds the healthy (`FleetList`),
-        # and chart history is kept for the cards on screen only (`FleetState`).
-        fleet = isinstance(self.tracker, FleetTracker)
-        self.state = FleetState.for_tracker(self.tracker) if fleet else DashboardState()
+        fleet = isinstance(tracker, FleetTracker)
+        self.state, self.card_list = self._fleet_or_host(fleet, tracker)
         self.frames_shown = 0
         #: Jobs on the newest frame shown besides the followed one: `j` picks one of them.
         self._other_jobs = 0
         self.ended: str | None = None
         self._pending: tuple[Frame, Assessment] | None = None
         self._render_scheduled = False
-        self._last_arrival: float | None = None
         self._started_at = clock()
-        self._generation: object = None
-        #: False when the last push raised: the tracker's state is older than the screen's.
-        self._tracker_ok = False
         self.job_bar = JobLine()
         self.follower = JobFollower(pids)
-        self.card_list = (
-            FleetList(id="cards", state=self.state) if isinstance(self.state, FleetState)
-            else CardList(id="cards")
-        )
         self.detail = CardDetail(id="detail")
         self.grid = CardGrid(id="grid")
         #: Set once the user picks a view (o, Enter, Escape): the pane's size no longer does.
@@ -209,6 +168,16 @@ class GpusatApp(App[int]):
         #: Hidden in a short pane (``.-short``): then its panel is not updated either.
         self.processes_box = Vertical(id="processes-box")
         self.status = CachedStatic("", id="status")
+        self.painter = FramePainter(
+            job_bar=self.job_bar, card_list=self.card_list, detail=self.detail, grid=self.grid,
+            processes=self.processes, processes_box=self.processes_box, state=self.state,
+            follower=self.follower, tracker=self.tracker, probe_only=self._probe_only_layout,
+        )
+        self.feed = None if source is None else FrameFeed(
+            source, state=self.state, tracker=self.tracker, follower=self.follower,
+            focus=self._focus, tell=self._tell, clock=lambda: self.clock(),
+            replay=self._replay is not None,
+        )
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -242,7 +211,7 @@ class GpusatApp(App[int]):
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
-        self._exit_on_hangup()
+        exit_on_signals(self)
         self.job_bar.display = False
         self.grid.display = False
         if self._initial_overview:
@@ -250,98 +219,40 @@ class GpusatApp(App[int]):
         self.detail.set_why_open(False)
         self.detail.show(None, None, None)
         if self.no_tool is not None:
-            # With a source, it polls for a probed job behind the screen (`_job_arrived`).
+            # With a source, it polls for a probed job behind the screen (`on_frame_received`).
             self.push_screen(NoToolScreen(self.no_tool, waiting=self.source is not None))
             if self.source is None:
                 return
         self.set_interval(self.cpu_sample_s, self._tick)
-        if self._own_cpu is None:
-            # The figure shown is the steady cost: its first interval starts once start-up is
-            # behind (`_start_cpu_figure`); until then the status line shows "…". Measured from
-            # launch, the first figure read 7 % for a dashboard that then costs 0.5-1 %.
-            self._own_cpu = process_cpu_sampler()
-            self._cpu_interval_started = False
-            self._update_status()
-        else:
+        if self.cpu.injected:
             self._tick()  # an injected sampler (tests) answers at once
-        if self.source is not None:
-            self._poll()
-
-    def _exit_on_hangup(self) -> None:
-        """Closing the tmux pane (SIGHUP) or a plain ``kill`` (SIGTERM) must exit like ``q``.
-
-        Python's default for both is to die on the spot, skipping ``on_unmount``: a tool the
-        live source is waiting on runs in its own session and would be left behind (a hung
-        tool for good). Exiting through the app closes the source, which kills it.
-        """
-        loop = asyncio.get_running_loop()
-        # SIGINT too: a ``kill -INT`` (the terminal's Ctrl-C is a key here) exits with 130.
-        for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._exit_on_signal, sig)
-
-    def _exit_on_signal(self, sig: int) -> None:
-        from gpusat_tui.sources.polling.procs import kill_running_tools
-
-        kill_running_tools()  # first, and synchronously: nothing below may be reached
-        # Textual's shutdown writes to the terminal, which a closed pane no longer drains:
-        # it can block for good. Give it a moment to restore a live terminal, then go.
-        watchdog = threading.Timer(_SIGNAL_EXIT_GRACE_S, os._exit, (128 + sig,))
-        watchdog.daemon = True
-        watchdog.start()
-        self.call_later(self.exit, None, 128 + sig)
-
-    # --- the one worker that owns the source ---------------------------------------------------
-
-    @work(exclusive=True, group="source", exit_on_error=False)
-    async def _poll(self) -> None:
-        assert self.source is not None
-        try:
-            async for frame in self.source.frames():
-                # A replay seek bumps ``generation``: old points and verdict windows would lie
-                # about the new position, so both restart with the first frame after it.
-                generation = getattr(self.source, "generation", None)
-                if generation != self._generation:
-                    if self._generation is not None:
-                        self.state.reset()
-                        self.tracker.reset()
-                        self.follower = JobFollower(self.follower.pids, self.follower.picked)
-                    self._generation = generation
-                # History and verdicts first: a repaint may be dropped, a frame never is.
-                self.state.push(frame)
-                assessment = self._judge(frame)
-                self.follower.update(frame, assessment.job)
-                if self.on_verdict is not None:
-                    self._tell(frame, assessment)
-                self._last_arrival = self.clock()
-                self.post_message(FrameReceived(frame, assessment))
-        except Exception as exc:  # a source bug must end up on screen, not as a traceback
-            self.post_message(SourceEnded(f"source failed: {type(exc).__name__}: {exc}"))
         else:
-            self.post_message(SourceEnded("end of recording" if self._is_replay else "ended"))
+            self.cpu.measure_steady(process_cpu_sampler())
+            self._update_status()  # "…" until `_start_cpu_figure`
+        if self.feed is not None:
+            self.run_worker(self.feed.run(self.post_message), name="frames", group="source",
+                            exclusive=True, exit_on_error=False)
 
-    def _judge(self, frame: Frame) -> Assessment:
-        """Verdicts for a frame; a verdict-engine bug shows as UNKNOWN with the error, and the
-        figures keep flowing."""
-        # Only the reasons on screen need the full evidence window's figures: the job's (its
-        # line), and the selected card's in the card view; the overview and the card list
-        # show kinds, which never depend on it. Opening a card asks for its reasons
-        # (`_explain_selected`). Judging the selected card's window too cost ~15 % of a push.
-        focus = (
-            {JOB_KEY} if self.selected is None or self.overview
-            else {JOB_KEY, self.selected}
-        )
-        self._tracker_ok = False
-        try:
-            assessment = self.tracker.push(frame, focus=focus)
-            self._tracker_ok = True
-            return assessment
-        except Exception as exc:
-            verdict = Verdict(kind="unknown", why=[f"verdict engine error: {exc!r}"])
-            return Assessment(cards={c.id: verdict for c in frame.cards}, job=verdict)
+    async def on_unmount(self) -> None:
+        if self.source is not None:
+            # Closing is best effort at exit; the worker is cancelled anyway.
+            with contextlib.suppress(Exception):
+                await self.source.aclose()
+
+    # --- messages up: frames, the source's end, the notifications ---------------------------------
+
+    def _focus(self) -> set[str]:
+        """The verdicts whose full evidence window is on screen: the job's (its line), and the
+        selected card's in the card view; the overview and the card list show kinds, which
+        never depend on it. Opening a card asks for its reasons (`_explain_selected`).
+        Judging the selected card's window too cost ~15 % of a push."""
+        if self.selected is None or self.overview:
+            return {JOB_KEY}
+        return {JOB_KEY, self.selected}
 
     def _tell(self, frame: Frame, assessment: Assessment) -> None:
-        assert self.on_verdict is not None
+        if self.on_verdict is None:
+            return
         try:
             self.on_verdict(frame, assessment)
         except Exception as exc:
@@ -355,37 +266,23 @@ class GpusatApp(App[int]):
         if data and driver is not None and not getattr(driver, "is_headless", True):
             driver.write(data)
 
-    async def on_unmount(self) -> None:
-        if self.source is not None:
-            # Closing is best effort at exit; the worker is cancelled anyway.
-            with contextlib.suppress(Exception):
-                await self.source.aclose()
-
     @property
     def _replay(self) -> Replayable | None:
         return replay_controls(self.source)
 
-    @property
-    def _is_replay(self) -> bool:
-        return self._replay is not None
-
     def on_frame_received(self, message: FrameReceived) -> None:
         # No tool, waiting for a probed job: the first frame with one replaces the no-tool
-        # screen (`_job_arrived`).
-        if self.no_tool is not None and (message.frame.probes or message.frame.cards):
-            self._job_arrived()
+        # screen (under the help, if that is open: on the next frame).
+        waiting = self.no_tool is not None and isinstance(self.screen, NoToolScreen)
+        if waiting and (message.frame.probes or message.frame.cards):
+            self.pop_screen()
+            self.no_tool = None
         # A live source keeps polling while paused (verdicts stay current); the screen holds
         # still. A paused replay sends nothing, except the frame a seek lands on: show that.
-        if self.paused and not self._is_replay:
+        if self.paused and self._replay is None:
             self._pending = (message.frame, message.assessment)
             return
         self._show(message.frame, message.assessment)
-
-    def _job_arrived(self) -> None:
-        """Leave the no-tool screen (under the help, if that is open: on the next frame)."""
-        if isinstance(self.screen, NoToolScreen):
-            self.pop_screen()
-            self.no_tool = None
 
     def on_source_ended(self, message: SourceEnded) -> None:
         self.ended = message.error
@@ -415,23 +312,11 @@ class GpusatApp(App[int]):
         """The newly selected card was out of the tracker's focus: ask for its full reasons,
         unless the screen is held on an older frame (paused) than the tracker's, or shows no
         card's reasons (the overview)."""
-        if (
-            selected is None or self.overview or self._pending is not None
-            or not self._tracker_ok
-        ):
+        if selected is None or self.overview or self._pending is not None:
             return
-        try:
-            verdict = self.tracker.explain(selected)
-        except Exception:  # a verdict-engine bug: keep the figures already shown
-            return
-        current = self.assessment.cards.get(selected)
-        if verdict is None or current is None or verdict == current:
-            return
-        if (verdict.kind, verdict.cause) == (current.kind, current.cause):
-            cards = {**self.assessment.cards, selected: verdict}
-            self.set_reactive(
-                GpusatApp.assessment, Assessment(cards=cards, job=self.assessment.job)
-            )
+        explained = self.tracker.explained(self.assessment, selected)
+        if explained is not None:
+            self.set_reactive(GpusatApp.assessment, explained)
 
     def watch_why_open(self, value: bool) -> None:
         # The open panel takes the sparklines' second rows: why and advice matter more then.
@@ -441,10 +326,8 @@ class GpusatApp(App[int]):
         self._schedule_render()
 
     def _make_room_for_why(self, height: int | None = None) -> None:
-        """In a pane under `WHY_ROOM_ROWS` rows, the open why view takes the process panel's
-        rows but its first two (the summary and the probe's line)."""
         rows = self.size.height if height is None else height
-        self.set_class(self.why_open and rows < WHY_ROOM_ROWS, "-why-cramped")
+        self.set_class(why_cramped(self.why_open, rows), "-why-cramped")
 
     def watch_paused(self) -> None:
         self._update_status()
@@ -474,67 +357,12 @@ class GpusatApp(App[int]):
         if ids and self.selected not in ids:
             self.set_reactive(GpusatApp.selected, ids[0])
             self._explain_selected(ids[0])
-        verdicts = self.assessment.cards
-        followed = self.follower.job
-        others = len({j.key for j in frame.jobs} - {followed.key if followed else ""})
-        others -= 1 if followed is None and frame.jobs else 0
+        others = jobs_besides(frame, self.follower.job)
         if others != self._other_jobs:  # `j` only where there is another job to pick
             self._other_jobs = others
             self.refresh_bindings()
-        multi = len(frame.cards) > 1 or bool(frame.jobs) or followed is not None
-        if self.job_bar.display != multi:
-            self.job_bar.display = multi
-        probes = list(frame.probes)
-        ended = followed.ended_line() if followed is not None else None
-        if ended is not None:
-            self.job_bar.show(cards_in(frame), self.assessment.job, None, "", "", ended=ended)
-        elif multi:
-            jobs_shown = self.follower.jobs_shown(frame.jobs)
-            who, energy = job_summary(jobs_shown, self.state.energy)
-            # One data-wait figure per screen: in the overview the one the job's why quotes,
-            # named by its span; in the card view none on the job line: the selected card's
-            # own (its window) stands in its title, and another card's would read as its.
-            # With no probe at all the line says so in both ("" is "no probe").
-            job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
-            figure = probe_summary(job_probes, job_span) if self.overview or not probes \
-                else None
-            self.job_bar.show(cards_in(frame), self.assessment.job, figure, who, energy,
-                              n_jobs=len(jobs_shown))
-        # Only the view on screen is updated; the other catches up when the view changes
-        # (``watch_overview`` renders again). A hidden widget's refresh would cost far more
-        # than its lines: Textual then rebuilds its whole map of the screen's widgets.
-        if self.overview:
-            self.grid.show(self._blocks(frame), self.selected)
-        else:
-            self.card_list.sync(listed, verdicts, self.selected)
-            card = frame.card(self.selected) if self.selected else None
-            history = self.state.cards.get(self.selected) if self.selected else None
-            driving = [p for p in probes if p.card_id is not None and p.card_id == self.selected]
-            driving, span = windowed(driving, self._window_ranks(self.selected or ""))
-            if not frame.cards and probes:  # no accelerator tool: the job, from its probes
-                self._probe_only_layout()
-                job_probes, job_span = windowed(probes, self._window_ranks(JOB_KEY))
-                self.detail.show(None, None, None, self._interval(), job_probes,
-                                 job=self.assessment.job, span_s=job_span)
-            else:
-                card_energy = self.state.energy.card(self.selected) if self.selected else None
-                job_text = self.job_bar.full_text() if multi else ""
-                self.detail.show(card, verdicts.get(self.selected or ""), history,
-                                 self._interval(), driving, card_energy, job_text=job_text,
-                                 span_s=span)
-        if self.processes_box.display and followed is not None and ended is not None:
-            # Other jobs' trainers under the ended job's line would read as its own.
-            self.processes.show_text(Text(ended_panel_text(followed, frame.jobs)))
-        elif self.processes_box.display:
-            # The card view: the selected card's trainer(s); the overview: the whole host's.
-            selected = None if self.overview else self.selected
-            shown, shown_probes, tied = card_processes(list(frame.processes), probes, selected)
-            key = selected if tied and selected else JOB_KEY
-            window_ranks = self._window_ranks(key)
-            shown_probes, span = windowed(shown_probes, window_ranks)
-            self.processes.show_processes(shown, shown_probes, self._fragmenting,
-                                          card_id=selected if tied and selected else "",
-                                          span_s=span, ranks=window_ranks)
+        self.painter.paint(Shown(frame, self.assessment, listed, self.selected, self.overview,
+                                 source_interval(self.source, self.interval)))
         self._update_status()
 
     def _probe_only_layout(self) -> None:
@@ -544,47 +372,12 @@ class GpusatApp(App[int]):
             self.add_class("-probe-only")
             self.why_open = True
 
-    def _window_ranks(self, key: str) -> dict[int, Rank]:
-        """The probed trainers over the window ``key``'s why quotes (by PID); none from a
-        tracker that does not say (tests' fixed verdicts) or fails."""
-        ranks = getattr(self.tracker, "window_ranks", None)
-        if ranks is None or not self._tracker_ok:
-            return {}
-        try:
-            return {rank.pid: rank for rank in ranks(key)}
-        except Exception:  # a verdict-engine bug: the probes' own figures
-            return {}
-
-    def _fragmenting(self, probe: ProbeSample) -> bool:
-        """Whether a rank's allocator figures belong on screen: fragmenting is suspected on
-        its card or for the job."""
-        if self.assessment.job.kind == "fragmenting":
-            return True
-        verdict = self.assessment.cards.get(probe.card_id or "")
-        return verdict is not None and verdict.kind == "fragmenting"
-
-    def _blocks(self, frame: Frame) -> tuple[Block, ...]:
-        verdicts = self.assessment.cards
-        mixed = len({card.vendor for card in frame.cards}) > 1
-        return tuple(
-            block_for(card, verdicts.get(card.id), self.state.cards.get(card.id),
-                      tag=VENDOR_TAGS.get(card.vendor, card.vendor[:2]) if mixed else "")
-            for card in frame.cards
-        )
-
     # --- the two views -----------------------------------------------------------------------
-
-    def _grid_size_estimate(self, size: Size | None = None) -> tuple[int, int]:
-        """The overview's size in this pane (before it is laid out): all but the job line,
-        the status line, the footer, the banner and the (shortened) process panel."""
-        width, height = size or self.size
-        processes = 9 if height >= 40 else 5 if height >= 20 else 0
-        return width, height - 3 - (1 if self.banner else 0) - processes
 
     def _auto_view(self, n_cards: int, size: Size | None = None) -> None:
         """Until the user picks a view, the overview is shown where it fits usefully."""
         if not self.view_chosen:
-            want = overview_fits(n_cards, *self._grid_size_estimate(size))
+            want = overview_wanted(n_cards, *(size or self.size), banner=bool(self.banner))
             if want != self.overview:
                 self.overview = want
 
@@ -607,118 +400,53 @@ class GpusatApp(App[int]):
         self.refresh_bindings()
         self._schedule_render()
 
-    def _source_label(self) -> str:
-        if self.source is None:
-            return "no source"
-        label = clean(getattr(self.source, "label", "source"), 80)
-        replay = self._replay
-        if replay is not None:
-            label += f" {_mmss(replay.position)}/{_mmss(replay.duration)} at {replay.speed:g}x"
-        if self.paused:
-            label += " PAUSED"
-        return label
-
-    def _interval(self) -> float | None:
-        if self.interval is not None:
-            return self.interval
-        header = getattr(self.source, "header", None)
-        return getattr(header, "interval_s", None) or getattr(self.source, "interval", None)
-
-    def _replay_end(self) -> str | None:
-        """What a replay at the end of its file says (a wait there is not a hang)."""
-        if getattr(self.source, "at_end", False) is not True:
-            return None
-        if getattr(self.source, "follow", False):
-            return "caught up: waiting for the recorder's next frame"
-        return "end of recording"
-
-    def _quiet_s(self) -> float | None:
-        """Seconds without a frame, when that is far longer than the interval (a hung source)."""
-        if self.paused or self.ended or self.source is None or self._replay_end():
-            return None
-        interval = self._interval() or 1.0
-        since = self._last_arrival
-        if since is None:
-            since = self._started_at
-        quiet = self.clock() - since
-        return quiet if quiet > max(3 * interval, 3.0) else None
+    # --- the status line and the own-CPU figure ---------------------------------------------
 
     def _update_status(self) -> None:
-        stale, errors = status_from_frame(self.frame)
-        info = StatusInfo(
-            source=self._source_label(),
-            interval_s=self._interval(),
-            own_cpu_pct=self.own_cpu_pct,
-            quiet_s=self._quiet_s(),
-            stale=stale,
-            errors=errors,
-            skipped=int(getattr(self.source, "skipped", 0) or 0),
-            ended=self.ended or self._replay_end(),
-        )
+        since = self.feed.last_arrival if self.feed is not None else None
+        watch = SourceWatch(self.source, self.interval, self.paused, self.ended,
+                            self._started_at if since is None else since)
+        info = status_info(watch, self.frame, self.own_cpu_pct, self.clock())
         if info != self.status.key:  # most frames change nothing on it: skip building it
             self.status.show(info, status_text(info))
 
     def _tick(self) -> None:
-        if not self._cpu_interval_started:
+        if not self.cpu.started:
             self._start_cpu_figure()  # no frame yet (a tool still starting): start it anyway
-        elif self._own_cpu is not None:
-            self.own_cpu_pct = self._own_cpu()
+        elif self.cpu.sampler is not None:
+            self.own_cpu_pct = self.cpu.sampler()
         self._update_status()
 
     def _start_cpu_figure(self) -> None:
-        """Start the own-CPU figure's first interval now (start-up done: the first frames are
-        drawn and the heap frozen), and show it `CPU_FIRST_FIGURE_S` later."""
-        if self._cpu_interval_started or self._own_cpu is None:
-            return
-        self._cpu_interval_started = True
-        self._own_cpu()  # the share since launch: start-up, not what the dashboard costs
-        self.set_timer(min(CPU_FIRST_FIGURE_S, self.cpu_sample_s), self._tick)
+        """Start the own-CPU figure's first interval now and show it `CPU_FIRST_FIGURE_S`
+        later (start-up done: the first frames are drawn and the heap frozen)."""
+        if self.cpu.start():
+            self.set_timer(min(CPU_FIRST_FIGURE_S, self.cpu_sample_s), self._tick)
 
-    # --- actions -----------------------------------------------------------------------------
+    # --- keys --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Replay keys exist only on a replay; hidden from the footer otherwise.
-        if self.no_tool is not None:
-            return action in {"quit", "help", "command_palette"}
-        # o switches views (one binding each, so the footer names the other view); Enter
-        # opens a card from the overview and toggles the reasons in a card's full view.
-        if action == "overview":
-            return not self.overview
-        if action in {"card_view", "open_card"}:
-            return self.overview
-        if action in _WHY_ACTIONS:
-            return self.why_open and not self.overview
-        if action == "search":
-            return isinstance(self.card_list, FleetList)
-        if action == "pick_job":  # the fleet view's jobs are its filter's (``/``)
-            return not isinstance(self.card_list, FleetList) and self._other_jobs > 0
-        return self._is_replay or action not in _REPLAY_ACTIONS
-
-    def action_card(self, step: int) -> None:
-        frame = self.frame
-        if frame is None or not frame.cards:
-            return
-        verdicts = self.assessment.cards
-        cards = frame.cards if self.overview else self.card_list.listed_cards(frame, verdicts)
-        ids = [c.id for c in cards]
-        if not ids:
-            return
-        index = ids.index(self.selected) if self.selected in ids else 0
-        self.selected = ids[(index + step) % len(ids)]
+        return key_live(action, KeyState(
+            no_tool=self.no_tool is not None, overview=self.overview, why_open=self.why_open,
+            fleet=isinstance(self.card_list, FleetList), other_jobs=self._other_jobs,
+            replay=self._replay is not None,
+        ))
 
     def action_move(self, dx: int, dy: int) -> None:
         """Arrows: in the list, each one steps a card; in the overview, up and down step a
         row of blocks (and stop at the edges), left and right a card."""
         frame = self.frame
-        if not self.overview or not dy or frame is None or not frame.cards:
-            self.action_card(dx + dy)
+        if frame is None or not frame.cards:
             return
-        ids = [c.id for c in frame.cards]
-        index = ids.index(self.selected) if self.selected in ids else 0
-        cols = grid_layout(len(ids), *self.grid.size).cols
-        target = index + dy * cols
-        if 0 <= target < len(ids):
-            self.selected = ids[target]
+        if self.overview and dy:
+            cols = grid_layout(len(frame.cards), *self.grid.size).cols
+            chosen = card_below([c.id for c in frame.cards], self.selected, dy, cols)
+        else:
+            cards = frame.cards if self.overview else self.card_list.listed_cards(
+                frame, self.assessment.cards)
+            chosen = card_after([c.id for c in cards], self.selected, dx + dy)
+        if chosen is not None:
+            self.selected = chosen
 
     def on_card_list_selected(self, message: CardList.Selected) -> None:
         self.selected = message.card_id
@@ -754,19 +482,6 @@ class GpusatApp(App[int]):
         """PgDn/PgUp: the open why view a page on or back."""
         self.detail.why.page(int(step))
 
-    def action_search(self) -> None:
-        """``/`` in the fleet view: narrow the list (job, user, host pattern, kind)."""
-        card_list = self.card_list
-        if not isinstance(card_list, FleetList):
-            return
-
-        def apply(text: str | None) -> None:
-            if text is not None:
-                card_list.set_filter(text)
-                self._schedule_render()
-
-        self.push_screen(FleetSearch(card_list.filter.text()), apply)
-
     def action_pick_job(self) -> None:
         """``j``: the jobs running now; the one chosen is followed from this frame on."""
         frame = self.frame
@@ -795,36 +510,33 @@ class GpusatApp(App[int]):
             self._pending = None
             self._show(frame, assessment)
 
-    def _set_speed(self, step: int) -> None:
-        replay = self._replay
-        if replay is not None and step > 0:
-            replay.speed_up()
-        elif replay is not None:
-            replay.slow_down()
+    def action_replay(self, key: str, seconds: float = 0.0) -> None:
+        """The replay keys (`replay_keys`); the status line says where the replay stands."""
+        steer(self._replay, key, seconds)
         self._update_status()
 
-    def action_faster(self) -> None:
-        self._set_speed(1)
+    # --- the fleet view: its list (worst first, the healthy folded) and its filter -------------
 
-    def action_slower(self) -> None:
-        self._set_speed(-1)
+    @staticmethod
+    def _fleet_or_host(
+        fleet: bool, tracker: object = None
+    ) -> tuple[DashboardState, CardList | FleetList]:
+        """The fleet view's list puts the worst first and folds the healthy (`FleetList`), and
+        chart history is kept for the cards on screen only (`FleetState`)."""
+        if not fleet:
+            return DashboardState(), CardList(id="cards")
+        state = FleetState.for_tracker(tracker)  # the source's view request, if it has one
+        return state, FleetList(id="cards", state=state)
 
-    def action_seek(self, delta: float) -> None:
-        replay = self._replay
-        if replay is not None:
-            replay.seek(float(delta))
-        self._update_status()
+    def action_search(self) -> None:
+        """``/`` in the fleet view: narrow the list (job, user, host pattern, kind)."""
+        card_list = self.card_list
+        if not isinstance(card_list, FleetList):
+            return
 
-    def action_jump_start(self) -> None:
-        replay = self._replay
-        if replay is not None:
-            replay.jump_start()
-        self._update_status()
+        def apply(text: str | None) -> None:
+            if text is not None:
+                card_list.set_filter(text)
+                self._schedule_render()
 
-    def action_jump_end(self) -> None:
-        replay = self._replay
-        if replay is not None:
-            replay.jump_end()
-        self._update_status()
-
-
+        self.push_screen(FleetSearch(card_list.filter.text()), apply)

@@ -60,6 +60,12 @@ class JobFollower:
         self.job: FollowedJob | None = None
         self._last_t: float | None = None
 
+    def restart(self) -> None:
+        """Choose again from the next frame on (a replay seek: another moment), keeping the
+        ``pids`` given and the user's last pick."""
+        self.job = None
+        self._last_t = None
+
     def follow(self, job: JobContext, t: float) -> FollowedJob:
         """Follow ``job`` from the frame at ``t`` on (the user's choice), its history anew."""
         self.picked = job.key

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 
-from gpusat_tui.ui.widgets.lines import one_cell
+from gpusat_tui.ui.widgets.cell_text import one_cell
 
 _installed = False
 

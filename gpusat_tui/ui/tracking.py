@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from gpusat_tui.model import Assessment, Frame, Verdict
 
 if TYPE_CHECKING:  # the app must start even when the verdict engine cannot be imported
-    from gpusat_tui.analysis.measured import Rank
+    from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
 
 
 class Tracker(Protocol):
@@ -46,7 +46,7 @@ class UnknownTracker:
 def default_tracker() -> Tracker:
     """The real verdict tracker, or `UnknownTracker` if that module is missing."""
     try:
-        from gpusat_tui.analysis.tracker import VerdictTracker
+        from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
     except ImportError:
         return UnknownTracker()
     # The dashboard starts with the job: no cause until the evidence is in (`cause_hold`).

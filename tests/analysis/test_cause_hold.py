@@ -4,7 +4,7 @@ waited for, and the why says what the cause waits on."""
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.model import CardReading, Frame, ProbeSample, ProcessSample
 
 TRAINER = [ProcessSample(pid=100, role="trainer", name="python", cpu_pct=30.0,

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 import pytest
 
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.model import CardReading, Frame, HostSample, ProcessSample
 from tests.scenarios import T0
 

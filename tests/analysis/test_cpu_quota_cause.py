@@ -3,7 +3,7 @@ the share of periods throttled in ``why``, and advice to raise the limit, never 
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, Frame, HostSample, ProcessSample
 from tests.scenarios import T0
 

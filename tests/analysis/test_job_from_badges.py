@@ -8,9 +8,9 @@ badge and was still counted starving over the job's 30 s).
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.job import JOB_KEY
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.job import JOB_KEY
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, Frame, HostSample
 from tests.scenarios import T0
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.analysis.cause_rules import workers_advice
-from gpusat_tui.analysis.evidence import HostEvidence
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
-from gpusat_tui.analysis.worker_advice import one_worker_count, worker_direction
+from gpusat_tui.analysis.verdicts.cause_rules import workers_advice
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
+from gpusat_tui.analysis.verdicts.worker_advice import one_worker_count, worker_direction
 from gpusat_tui.model import CardReading, Frame, HostSample, ProbeSample, ProcessSample, Verdict
 from gpusat_tui.sources.recording.replay import read_recording
 from tests.scenarios import T0

@@ -4,8 +4,8 @@ says why and what allows it."""
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.outside_stack import dump_place, unchanged
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.outside_stacks.outside_stack import dump_place, unchanged
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, CodeLine, Frame, ProcessSample, StackDump
 
 #: 40 polls a second apart: the window is 39 s, past the stall time (20 s).

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import Frame, HostSample, ProbeSample, ProcessSample
 
 

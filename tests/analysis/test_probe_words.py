@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusat_tui.analysis.probe_words import (
+from gpusat_tui.analysis.probe_reading.probe_words import (
     NOT_MEASURED,
     allocator_detail,
     allocator_words,

@@ -4,9 +4,9 @@ card's utilisation says); a stack that moves, a batch, or a short stillness is n
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.measured import ProbeFacts, probe_facts
-from gpusat_tui.analysis.probe_words import frozen_lines, ranks_words
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.probe_reading.probe_facts import ProbeFacts, probe_facts
+from gpusat_tui.analysis.probe_reading.probe_words import frozen_lines, ranks_words
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, CodeLine, Frame, ProbeSample, ProcessSample
 
 #: 40 polls a second apart: the window is 39 s, past the stall time (20 s).

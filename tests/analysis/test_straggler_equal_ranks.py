@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, Frame, ProbeSample
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.tracker import recent_starts
+from gpusat_tui.analysis.verdicts.tracker import recent_starts
 from gpusat_tui.model import CardReading, Frame
 
 

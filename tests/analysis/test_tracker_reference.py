@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpusat_tui.analysis.job import JOB_KEY
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.job import JOB_KEY
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.model import CardReading, Frame, HostSample, ProbeSample, ProcessSample
 from gpusat_tui.sources.recording.reader import read_recording
 
@@ -154,9 +154,9 @@ def test_a_starving_cause_kept_with_its_evidence_is_the_one_found_anew() -> None
     # order they ask in, each gets what a fresh evidence of the same figures gives.
     from dataclasses import replace
 
-    from gpusat_tui.analysis.causes import starving_cause
-    from gpusat_tui.analysis.evidence import HostEvidence
+    from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
     from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
+    from gpusat_tui.analysis.verdicts.causes import starving_cause
 
     amd = DEFAULT_THRESHOLDS.for_vendor("amd")
     asks = [

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from gpusat_tui.analysis.cause_finding import STARVING_CAUSES
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.cause_finding import STARVING_CAUSES
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.analysis.window import (
     card_series,
     interval_s,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from gpusat_tui.analysis.facts import frame_facts
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import PreparedWindow, judge
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import PreparedWindow, judge
 from gpusat_tui.model import CardReading, Frame, ProcessSample
 from tests.scenarios import T0
 

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpusat_tui.analysis.cause_finding import CauseContext, Finding
-from gpusat_tui.analysis.cause_rules import CAUSE_RULES
-from gpusat_tui.analysis.causes import find_cause
-from gpusat_tui.analysis.evidence import HostEvidence
-from gpusat_tui.analysis.job import SEVERITY
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.cause_finding import CauseContext, Finding
+from gpusat_tui.analysis.verdicts.cause_rules import CAUSE_RULES
+from gpusat_tui.analysis.verdicts.causes import find_cause
+from gpusat_tui.analysis.verdicts.job import SEVERITY
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.commands.check_report import overall_verdict
 from gpusat_tui.model import (
     VERDICT_KINDS,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.host.monitor.procfs import parse_proc_io, parse_schedstat_counts
 from gpusat_tui.host.scheduler.launch_env import parse_environ, world_of
 from gpusat_tui.model import CardReading, Frame, HostSample, ProbeSample, ProcessSample

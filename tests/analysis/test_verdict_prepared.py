@@ -13,8 +13,8 @@ import pytest
 
 from gpusat_tui.analysis.facts import frame_facts
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import (
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import (
     History,
     PreparedWindow,
     judge,

@@ -11,10 +11,10 @@ import dataclasses
 import pytest
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.measured import RUN_ADVICE
+from gpusat_tui.analysis.probe_reading.measured import RUN_ADVICE
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import PreparedWindow, judge
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import PreparedWindow, judge
 from gpusat_tui.model import CardReading, Frame, ProbeAlloc, ProbeSample, ProcessSample
 
 GIB = 2**30

@@ -11,9 +11,9 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpusat_tui.analysis.cause_finding import STARVING_CAUSES
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.cause_finding import STARVING_CAUSES
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import (
     VENDORS,
     VERDICT_KINDS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, HostSample, ProcessSample
 from tests.analysis.test_verdict_probe import probe, window
 

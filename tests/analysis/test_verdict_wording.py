@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, Frame, HostSample, ProcessSample
 
 

@@ -3,7 +3,7 @@ agree with the process panel (``2 trainers · 8 workers``) beside it."""
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, Frame, HostSample, ProcessSample
 
 T0 = 1_700_000_000.0

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.analysis.job import JOB_KEY
-from gpusat_tui.analysis.tracker import VerdictTracker
-from gpusat_tui.analysis.worker_advice import worker_direction
+from gpusat_tui.analysis.verdicts.job import JOB_KEY
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.worker_advice import worker_direction
 from gpusat_tui.model import Assessment, Frame, ProbeSample
 from gpusat_tui.sources.build import DEMO_BANNER
 from gpusat_tui.sources.recording.replay import ReplaySource, read_recording

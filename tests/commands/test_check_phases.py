@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.sources.recording.replay import read_recording
 from tests.commands.test_check_verdicts import (
     REPO,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.cli import parse as parse_command
 from gpusat_tui.commands.dashboard import build_app
 from gpusat_tui.commands.options import DashboardOptions

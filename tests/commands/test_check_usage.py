@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.commands.check import render_human
 from gpusat_tui.commands.check_schema import CheckReport, CheckVerdict
 from gpusat_tui.sources.polling.tool_discovery import missing_tool_message

@@ -43,7 +43,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.sources.recording.reader import read_recording

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.commands.export_metrics import (
-    CARD_LABELS,
-    METRICS,
-    METRICS_VERSION,
-    MIB,
-    ExportState,
-)
+from gpusat_tui.commands.export_metrics import ExportState
+from gpusat_tui.commands.metric_table import CARD_LABELS, METRICS, METRICS_VERSION, MIB
 from gpusat_tui.model import (
     VERDICT_KINDS,
     Assessment,

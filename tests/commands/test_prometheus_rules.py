@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.commands.export_metrics import METRICS, ExportState
+from gpusat_tui.commands.export_metrics import ExportState
+from gpusat_tui.commands.metric_table import METRICS
 from gpusat_tui.model import TOOL_ERROR_KINDS, Assessment, CardReading, Frame, ToolError
 from tests.commands.test_export_cli import samples
 from tests.prom.exposition import exposed_samples

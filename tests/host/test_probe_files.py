@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from gpusat_tui.host.probes.probe_files import ProbePoller, ProbeReader, parse_probe, tie_card
+from gpusat_tui.host.probes.probe_card_tie import tie_card
+from gpusat_tui.host.probes.probe_files import ProbePoller, ProbeReader, parse_probe
 from gpusat_tui.model import CardProcess, CardReading
 from gpusat_tui.probe import publish
 from gpusat_tui.probe.layout import (

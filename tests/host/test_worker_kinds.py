@@ -81,7 +81,7 @@ def test_child_kind(name: str, cmd: str, direct: bool, kind: str | None) -> None
 
 def test_a_job_whose_probe_says_it_runs_workers_is_never_told_to_add_some() -> None:
     """Workers the monitor cannot see (another PID namespace): the probe's count stands."""
-    from gpusat_tui.analysis.verdict import judge
+    from gpusat_tui.analysis.verdicts.verdict import judge
     from gpusat_tui.model import CardReading, Frame, ProbeSample
 
     def window(num_workers: int | None) -> list[Frame]:

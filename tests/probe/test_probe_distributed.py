@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.host.probes.probe_files import ProbeReader
 from gpusat_tui.model import CardReading, Frame
 from tests.probe_helpers import JOBS, REPO, job_env, probe_docs, run_argv

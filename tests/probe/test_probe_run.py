@@ -63,7 +63,8 @@ def test_the_probe_is_standard_library_only(private_probe_dir: Path) -> None:
     # Through `run`: the probe loads under its own name, nothing of gpusat-tui's dependencies.
     done = run(private_probe_dir, sys.executable, "-c", MODULES)
     assert json.loads(done.stdout) == [
-        "_gpusat_tui_probe", "_gpusat_tui_probe.core", "_gpusat_tui_probe.layout",
+        "_gpusat_tui_probe", "_gpusat_tui_probe.calls", "_gpusat_tui_probe.core",
+        "_gpusat_tui_probe.layout",
         "_gpusat_tui_probe.phases", "_gpusat_tui_probe.publish", "_gpusat_tui_probe.sampler",
         "_gpusat_tui_probe.state", "_gpusat_tui_probe.timing"]
     # Imported in code: only the probe's own modules (and the package's tiny __init__).
@@ -71,7 +72,8 @@ def test_the_probe_is_standard_library_only(private_probe_dir: Path) -> None:
     done = subprocess.run([sys.executable, "-c", f"import json, sys; {code}"],
                           capture_output=True, text=True, timeout=60, cwd=REPO)
     assert json.loads(done.stdout) == [
-        "gpusat_tui", "gpusat_tui.probe", "gpusat_tui.probe.core", "gpusat_tui.probe.layout",
+        "gpusat_tui", "gpusat_tui.probe", "gpusat_tui.probe.calls", "gpusat_tui.probe.core",
+        "gpusat_tui.probe.layout",
         "gpusat_tui.probe.phases", "gpusat_tui.probe.publish", "gpusat_tui.probe.sampler",
         "gpusat_tui.probe.state", "gpusat_tui.probe.timing"]
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.measured import ranks_of
-from gpusat_tui.analysis.probe_rates import span_rates
+from gpusat_tui.analysis.probe_reading.probe_ranks import ranks_of
+from gpusat_tui.analysis.probe_reading.probe_rates import span_rates
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
-from gpusat_tui.commands.check_report import ProbeAccumulator, probe_line
+from gpusat_tui.commands.probe_accumulator import ProbeAccumulator
+from gpusat_tui.commands.probe_lines import probe_line
 from gpusat_tui.model import Frame, ProbeSample
 from tests.probe_helpers import probe_docs, start_job, stop_job, wait_for_doc, wait_ready
 

@@ -52,6 +52,16 @@ def phase_of(*frames: tuple[str, str]) -> str:
     ([("paddle.base.dygraph.tensor_patch_methods", "backward")], "backward"),
     ([("paddle.nn.layer.layers", "__call__")], "forward"),
     ([("mindspore.common.api", "__call__"), ("mindspore.train.model", "_train")], "compiled"),
+    # MindSpore 2.8+: a graph-mode cell's graph runs under mindspore.graph inside
+    # Cell.__call__ (mindspore.nn): compiled, not forward
+    ([("mindspore.graph.api", "_exec_pip"), ("mindspore.graph.api", "run"),
+      ("mindspore.nn.cell", "compile_and_run"), ("mindspore.nn.cell", "__call__")], "compiled"),
+    # copying a device array to the host waits for the step that makes it
+    ([("jax._src.array", "_value"), ("jax._src.array", "__float__"), ("__main__", "main")],
+     "sync"),
+    ([("mindspore.common.tensor", "asnumpy"), ("__main__", "main")], "sync"),
+    ([("tensorflow.python.framework.ops", "_numpy"), ("__main__", "main")], "sync"),
+    ([("jax._src.array", "__getitem__"), ("__main__", "main")], "other"),
     # what no rule names, and a user's own function called like a framework one
     ([("__main__", "log_progress"), ("__main__", "main")], "other"),
     ([("__main__", "synchronize")], "other"),

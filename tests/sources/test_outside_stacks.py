@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.analysis.outside_stack import dump_place
+from gpusat_tui.analysis.outside_stacks.outside_stack import dump_place
 from gpusat_tui.model import ProcessSample
 from gpusat_tui.sources.polling.outside_stacks import (
     DUMP_EVERY_S,

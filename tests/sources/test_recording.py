@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpusat_tui import __version__
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.collectors import all_specs
 from gpusat_tui.errors import RecordingError
 from gpusat_tui.model import SCHEMA_VERSION, Frame, RecordingHeader

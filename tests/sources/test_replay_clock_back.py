@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusat_tui.analysis.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.commands.report import analyse
 from gpusat_tui.sources.recording.recorder import Recorder, make_header
 from gpusat_tui.sources.recording.replay import ReplaySource

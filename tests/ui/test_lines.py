@@ -10,7 +10,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
 
-from gpusat_tui.ui.widgets.lines import Line, LineWidget, PlannedLines
+from gpusat_tui.ui.widgets.lines import LineWidget
+from gpusat_tui.ui.widgets.planned_lines import Line, PlannedLines
 from tests.ui.conftest import screen_text
 
 

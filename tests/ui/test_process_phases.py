@@ -4,7 +4,7 @@ for a stack that stands still, where it stands (`widgets.processes.stack_rows`).
 from __future__ import annotations
 
 from gpusat_tui.analysis.facts import frame_facts
-from gpusat_tui.analysis.measured import ranks_of
+from gpusat_tui.analysis.probe_reading.probe_ranks import ranks_of
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS
 from gpusat_tui.model import CodeLine, Frame, ProbeSample, ProcessSample
 from gpusat_tui.ui.widgets.processes import process_text
@@ -66,3 +66,23 @@ def test_an_unprobed_trainer_shows_where_its_outside_dump_found_it() -> None:
     assert "py-spy could not read its stack: ptrace refused" in process_text([denied]).plain
     missing = TRAINER.model_copy(update={"stack_dump": StackDump(t=1.0, error="missing")})
     assert process_text([missing]).plain == process_text([TRAINER]).plain
+
+
+def test_the_lines_under_a_trainer_start_at_its_detail_column() -> None:
+    """The phases, the hottest lines and a still stack's place sit under the trainer's row at
+    the column its outside dump's line takes, never at the panel's edge."""
+    from gpusat_tui.model import StackDump
+
+    p = probe({"data": 72, "forward": 28}, [("/home/u/train.py", 40, "collate", 60)],
+              still=8.0, where="collective")
+    probed = process_text([TRAINER], probes=[p]).plain.splitlines()
+    dumped = TRAINER.model_copy(update={"stack_dump": StackDump(t=1.0, frames=(
+        CodeLine(function="main", file="/home/u/train.py", line=88),))})
+    dump_line = process_text([dumped]).plain.splitlines()[-1]
+    indent = len(dump_line) - len(dump_line.lstrip())
+    assert indent > 0, dump_line
+    trainer_row = next(i for i, line in enumerate(probed) if line.startswith("trainer"))
+    under = probed[trainer_row + 1:]
+    assert [line.split()[0] for line in under] == ["step", "hot", "now"], probed
+    for line in under:
+        assert line[:indent] == " " * indent and line[indent] != " ", line

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CodeLine, Frame, ProbeSample
 from gpusat_tui.ui.app import GpusatApp
 from tests.ui.conftest import T0, FixedTracker, ListSource, card, settle, trainer_with_workers

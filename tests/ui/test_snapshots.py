@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from gpusat_tui.analysis.verdict import judge
+from gpusat_tui.analysis.verdicts.verdict import judge
 from gpusat_tui.model import CardReading, Frame, ProbeSample, Verdict, VerdictKind
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.tracking import UnknownTracker

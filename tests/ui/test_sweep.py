@@ -14,7 +14,7 @@ from textual.strip import Strip
 
 from gpusat_tui.ui.partial_update import render_changed_cells
 from gpusat_tui.ui.widgets.charts import sweep_axis
-from gpusat_tui.ui.widgets.lines import changed_cells
+from gpusat_tui.ui.widgets.planned_lines import changed_cells
 from gpusat_tui.ui.widgets.spark import spark_rows, sweep_column, sweep_rows
 
 values_st = st.lists(st.one_of(st.none(), st.floats(0, 120)), min_size=1, max_size=80)

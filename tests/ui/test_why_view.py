@@ -7,7 +7,7 @@ import pytest
 
 from gpusat_tui.model import Verdict
 from gpusat_tui.ui.app import GpusatApp
-from gpusat_tui.ui.widgets.lines import cut_at_word
+from gpusat_tui.ui.widgets.cell_text import cut_at_word
 from gpusat_tui.ui.widgets.why_view import SCROLL_HINT, why_words
 from tests.ui.conftest import FixedTracker, ListSource, card, frames_for, trainer_with_workers
 

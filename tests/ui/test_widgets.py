@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpusat_tui.analysis.probe_words import allocator_detail
+from gpusat_tui.analysis.probe_reading.probe_words import allocator_detail
 from gpusat_tui.model import Frame, ProbeAlloc, ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.state import HISTORY_POINTS, DashboardState

@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Protocol
 
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.collectors.base import ToolSpec
 from gpusat_tui.errors import GpusatError, ToolMissing
 from gpusat_tui.host.probes.probe_files import ProbePoller
@@ -166,16 +166,31 @@ class LiveSource:
         when a trainer publishes one now (or, ``wait``, whether one does yet or not: a monitor
         started before the job picks it up when it starts). False (nothing changed) when none
         does and ``wait`` is not set, so the caller keeps the no-tool message. Every Frame then
-        has no card; the first says why."""
+        has no card; the first says why. A trainer given with ``--pid`` counts as one, probe
+        or not: its verdict stands on the host's figures and a stack dump read from outside
+        (`analysis.unprobed_job`). One found only by its DataLoader workers does not: with no
+        card to tie a process to, any job on the machine would be taken for this one."""
         samples, _ = self._probes.reader.sample()
-        if not samples and not wait:
+        found = bool(samples) or self._census_finds_trainer()
+        if not found and not wait:
             return False
         self._groups = []
-        self.waiting = not samples
+        self.waiting = not found
         self.no_tool = self.missing_message()
         self._pending_notes.append(NO_TOOL_LINE)
         self._pending_notes.extend(self.no_tool.splitlines())
         return True
+
+    def _census_finds_trainer(self) -> bool:
+        """Whether a trainer given with ``--pid`` runs now (one process scan)."""
+        monitor = self._get_monitor()
+        if monitor is None or not self.pids:
+            return False
+        try:
+            report = monitor.sample([])
+        except Exception:  # no process figures: nothing found, as with no monitor
+            return False
+        return any(p.role == "trainer" and p.pid in self.pids for p in report.processes)
 
     def missing_message(self) -> str:
         """Plain words: no tool found, and where each one was looked for."""
@@ -239,9 +254,11 @@ class LiveSource:
                                   kind="process")
                     )
                 else:
-                    samples = self._outside.attach(
-                        report.processes, {p.pid for p in probes}, t
-                    )
+                    probed = {p.pid for p in probes}
+                    samples = report.processes
+                    if self.no_tool is not None and not self.pids:
+                        samples = _probed_jobs_only(samples, probed)
+                    samples = self._outside.attach(samples, probed, t)
                     jobs = add_probe_cards(list(getattr(report, "jobs", None) or []), probes)
                     host = report.host
                     notes.extend(n for n in report.notes if n not in notes)
@@ -369,6 +386,16 @@ class LiveSource:
         if previous is None or now <= previous[1]:
             return None
         return max(0.0, 100.0 * (cpu - previous[0]) / (now - previous[1]))
+
+
+def _probed_jobs_only(samples: Sequence[ProcessSample],
+                      probed: set[int]) -> list[ProcessSample]:
+    """With no tool and no ``--pid``: the processes less the trainers with no probe (found by
+    their DataLoader workers: another user's job, perhaps) and their workers."""
+    dropped = {s.pid for s in samples if s.role == "trainer" and s.pid not in probed}
+    if not dropped:
+        return list(samples)
+    return [s for s in samples if s.pid not in dropped and s.trainer_pid not in dropped]
 
 
 class SourceClosed(GpusatError):

@@ -31,7 +31,7 @@ import os
 import shutil
 from collections.abc import Callable, Collection, Sequence
 
-from gpusat_tui.analysis.outside_stack import unchanged
+from gpusat_tui.analysis.outside_stacks.outside_stack import unchanged
 from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.collectors.py_spy import dump_failure, stack_dump
 from gpusat_tui.host.monitor.procfs import main_thread_cpu_s

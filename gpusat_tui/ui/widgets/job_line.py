@@ -9,7 +9,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from gpusat_tui.analysis.energy import EnergyMeter, energy_words, format_energy, total_joules
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.host.scheduler.jobs import job_label
 from gpusat_tui.model import VERDICT_KINDS, JobContext, Verdict
 from gpusat_tui.text import clean

@@ -28,9 +28,10 @@ from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.cards import host_tag, util_label
+from gpusat_tui.ui.widgets.cell_text import cut
 from gpusat_tui.ui.widgets.charts import gpm_text, throttle_reasons
-from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut
 from gpusat_tui.ui.widgets.panel import POWER_TOP_PCT
+from gpusat_tui.ui.widgets.planned_lines import Line, PlannedLines
 from gpusat_tui.ui.widgets.spark import sweep_rows
 
 #: Columns of a block's labels (``GPU-Util 100% ``); the chart takes the rest of the block.

@@ -22,20 +22,21 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from gpusat_tui.analysis.energy import EnergyFigures, format_energy
-from gpusat_tui.analysis.probe_only import NO_TOOL_LINE
+from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.model import VERDICT_KINDS, CardReading, ProbeSample, Verdict
 from gpusat_tui.text import clean
 from gpusat_tui.ui.state import CardHistory
 from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.badge import badge_word
 from gpusat_tui.ui.widgets.cards import util_label
+from gpusat_tui.ui.widgets.cell_text import cut, cut_at_word
 from gpusat_tui.ui.widgets.charts import (
     gpm_text,
     span_min_max,
     sweep_axis,
     throttle_reasons,
 )
-from gpusat_tui.ui.widgets.lines import Line, PlannedLines, cut, cut_at_word
+from gpusat_tui.ui.widgets.planned_lines import Line, PlannedLines
 from gpusat_tui.ui.widgets.processes import probe_row
 from gpusat_tui.ui.widgets.spark import sweep_rows
 from gpusat_tui.ui.widgets.why_view import WhyView

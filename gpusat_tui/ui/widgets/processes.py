@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from gpusat_tui.analysis.measured import sample_phase
-from gpusat_tui.analysis.outside_words import dump_row
-from gpusat_tui.analysis.probe_words import (
+from gpusat_tui.analysis.outside_stacks.outside_words import dump_row
+from gpusat_tui.analysis.probe_reading.probe_facts import sample_phase
+from gpusat_tui.analysis.probe_reading.probe_words import (
     NO_BATCH,
     allocator_detail,
     figures,
@@ -27,14 +27,14 @@ from gpusat_tui.analysis.probe_words import (
     throughput_words,
     wait_words,
 )
-from gpusat_tui.analysis.stack_shares import stack_shares
+from gpusat_tui.analysis.probe_reading.stack_shares import stack_shares
 from gpusat_tui.model import ProbeSample, ProcessSample
 from gpusat_tui.text import clean
 from gpusat_tui.ui.text import fmt
 from gpusat_tui.ui.widgets.cards import CachedStatic
 
 if TYPE_CHECKING:
-    from gpusat_tui.analysis.measured import Rank
+    from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
 
 
 def process_summary(processes: list[ProcessSample]) -> str:

@@ -99,12 +99,15 @@ def no_tool_text(message: str, waiting: bool = False) -> Text:
         text.append(
             "Waiting for a probed job. Start one in another pane:\n"
             "  gpusat-tui run -- python train.py\n"
-            "and it shows here, judged from its own data wait.\n"
+            "and it shows here, judged from its own data wait. A job already running\n"
+            "without it: gpusat-tui --pid PID (the host's figures, and where it waits\n"
+            "read from outside by py-spy when it stalls).\n"
         )
     else:
         text.append(
-            "A job started as `gpusat-tui run -- python train.py` is judged from its probe\n"
-            "even with no tool: start it, then gpusat-tui again.\n"
+            "A job started as `gpusat-tui run -- python train.py` is judged from\n"
+            "its probe even with no tool: start it, then gpusat-tui again. One\n"
+            "already running without it: gpusat-tui --pid PID.\n"
         )
     text.append(
         "See the dashboard on the bundled demo recording:  gpusat-tui --fallback-demo\n"

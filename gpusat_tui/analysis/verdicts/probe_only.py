@@ -1,0 +1,77 @@
+"""The job's verdict when no accelerator tool answers but trainers publish probe files.
+
+A laptop, a CPU box or a container without the vendor's SMI tool has no card figures, yet the
+probe inside the trainer measures what matters most: how much of the loop waits on
+``next(dataloader)``. A measured wait at or above ``data_wait_starving_pct`` is ``starving``
+whatever the card would say (the same rule as `probe_rules.measured_verdict`), its cause from
+the host's figures (workers pegged, disk waits); the allocator's figures can show
+fragmentation. What needs a card (saturated, idle, stalled, a straggler by utilisation) is not
+claimed: below the line the verdict stays ``unknown`` (cause ``not-starving``) and says what was
+measured. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
+from gpusat_tui.analysis.probe_reading.measured import Measured
+from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
+from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.probe_rules import waiting_cause
+from gpusat_tui.model import Verdict
+
+__all__ = ["NOT_STARVING", "NO_TOOL_LINE", "probe_only_verdict"]
+
+#: The label of every verdict and screen that stands on the probe and the host alone.
+NO_TOOL_LINE = "no accelerator tool: figures from the job and the host only"
+
+#: The cause of an ``unknown`` verdict whose measured data wait is below the starving line: not
+#: saturated (that needs the card), but not starving either (a notice says it recovered).
+NOT_STARVING = "not-starving"
+
+_TOOL_ADVICE = (
+    "Install or point at the vendor's tool (--tool VENDOR=PATH) to see the cards' own figures "
+    "(utilisation, power, memory)"
+)
+
+
+def probe_only_verdict(
+    ranks: Sequence[Rank], evidence: Callable[[], HostEvidence], th: Thresholds
+) -> Verdict:
+    """The job verdict from the probed trainers (``ranks``) and the host evidence alone."""
+    measured = Measured(list(ranks))
+    frag = measured.fragmenting(th)
+    if frag is not None:
+        return Verdict(
+            kind="fragmenting", why=[NO_TOOL_LINE, *frag],
+            advice=[
+                "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or the vendor's "
+                "equivalent) so freed blocks can be reused",
+                "Keep tensor shapes static (pad or bucket variable lengths); no empty_cache() "
+                "in the loop",
+            ],
+            confidence=0.8,
+        )
+    wait = measured.wait_pct
+    if wait is None:
+        notes = measured.note_lines()
+        return Verdict(
+            kind="unknown",
+            why=[NO_TOOL_LINE, *notes] if notes else [
+                NO_TOOL_LINE, f"{len(ranks)} probed trainer(s), none took a batch from a "
+                "DataLoader in this window: no data wait to judge"],
+            advice=[_TOOL_ADVICE], confidence=0.0,
+        )
+    line = measured.wait_line(th)
+    if wait >= th.data_wait_starving_pct:
+        cause, cwhy, cadvice = waiting_cause(evidence(), th, "the card",
+                                             measured.main.num_workers, measured.main.framework)
+        return Verdict(kind="starving", cause=cause, why=[NO_TOOL_LINE, line, *cwhy],
+                       advice=cadvice, confidence=0.8)
+    return Verdict(
+        kind="unknown", cause=NOT_STARVING,
+        why=[NO_TOOL_LINE, line, "whether the card is busy between batches needs the vendor's "
+             "tool"],
+        advice=[_TOOL_ADVICE], confidence=0.0,
+    )

@@ -10,11 +10,12 @@ The server (a child process, 127.0.0.1, port 0) answers ``/api/v1/query`` and
 are one scrape of `ExportState` through prometheus_client's exposition and parser (what
 Prometheus stores), with the ``instance`` and ``job`` labels Prometheus adds. 10 % of the hosts
 starve (one job each), every 50th host is in a 4-host job, 1 % of the hosts go down 10 s in
-(their series are gone from the answers, as when Prometheus marks them stale). It understands
-the queries the fleet source sends (the instant query: every figure, the verdicts at 1, the
-busy share, the job series; the range query: its ``host=~`` hosts, or all) and nothing else:
-anything else is answered empty. It is no PromQL engine: its figures are the bytes and CPU of
-the client, not of Prometheus.
+(their series are gone from the answers, as when Prometheus marks them stale). The dashboard's
+queries are evaluated over these series by the PromQL subset (tests/prom/promql_subset.py,
+checked against a real Prometheus by tests/commands/test_prometheus_real.py); check's full
+instant query is served from precomputed text, and the range query serves its ``host=~``
+hosts, or all. It is no Prometheus: its figures are the bytes and CPU of the client, not of
+the server (the subset's evaluation runs in the server's process, on the same 2 cores).
 
 Figures, per size:
 1. ``check --prometheus --json --duration 5``: wall time, CPU (user+sys of the child), peak
@@ -22,14 +23,15 @@ Figures, per size:
 2. The dashboard (``gpusat-tui --prometheus URL``, default interval 1 s) in a detached tmux
    pane of 160x50: the time to the first screen with the summary and a problem row (``▾``)
    on it; then over ``--seconds``: its CPU (all its threads, scheduler's count) as % of a core
-   and per refresh, refreshes per second (instant queries the server answered), bytes per
-   refresh, RSS every 10 s.
+   and per refresh, refreshes per second (the view's ``count by (kind)`` queries, or check's
+   full ones, the server answered), bytes of every instant answer per refresh, RSS every 10 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -42,6 +44,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,11 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from gpusat_tui.sources.fleet_view.view_queries import view_queries  # noqa: E402
+from gpusat_tui.sources.fleet_view.view_request import ViewRequest  # noqa: E402
+from tests.prom.promql_subset import Store, Unsupported  # noqa: E402 (the repo on the path)
+from tests.prom.synthetic_fleet import Host, host_samples, series_of  # noqa: E402
 
 CARDS = 8
 DOWN_AFTER_S = 10.0
@@ -60,43 +68,16 @@ HISTORY_NAMES = ("gpusat_card_utilization_ratio", "gpusat_card_memory_used_ratio
 # --- the synthetic fleet -------------------------------------------------------------------------
 
 
-def host_samples(host: str, starving: bool, job_id: str) -> list[tuple[str, dict[str, str], float]]:
-    """One scrape of a real exporter's state for ``host``: (name, labels, value)."""
-    from gpusat_tui.commands.export_metrics import ExportState
-    from gpusat_tui.model import Assessment, CardReading, Frame, JobContext, Verdict
-    from tests.prom.exposition import exposed_samples
-
-    util = 35.0 if starving else 97.0
-    cards = [CardReading(vendor="nvidia", index=i, name="NVIDIA H100 80GB HBM3",
-                         uuid=f"GPU-{abs(hash((host, i))) % 10**12:012d}", util_pct=util,
-                         mem_used_mib=60000.0, mem_total_mib=81920.0, mem_pct=73.2,
-                         power_w=300.0 if not starving else 140.0, power_cap_w=700.0,
-                         temp_c=60.0) for i in range(CARDS)]
-    job = JobContext(scheduler="slurm", job_id=job_id, name="train", user="alice", step="0",
-                     card_ids=[c.id for c in cards], pids=[4242])
-    kind = "starving" if starving else "saturated"
-    cause = "input" if starving else None
-    verdicts = {c.id: Verdict(kind=kind, cause=cause) for c in cards}
-    state = ExportState(host=host)
-    t = time.time()
-    for step in range(3):  # counters need two polls for a rate
-        state.update(Frame(t=t - 2 + step, cards=cards, jobs=[job]),
-                     Assessment(cards=verdicts, job=Verdict(kind=kind, cause=cause)))
-    out = []
-    for s in exposed_samples(state):
-        labels = {**s.labels, "instance": f"{host}:9478", "job": "gpusat"}
-        out.append((s.name, labels, float(s.value)))
-    return out
-
-
-def fleet(hosts: int) -> list[tuple[str, bool, list[tuple[str, dict[str, str], float]]]]:
+def fleet(hosts: int) -> list[tuple[Host, bool, list[tuple[str, dict[str, str], float]]]]:
     """(host, down later, samples) of every host."""
     made = []
     for h in range(hosts):
-        host = f"gpu-{h:04d}"
         starving = h % 10 == 7
         job_id = str(900000 + h // 4) if h % 50 < 4 else str(100000 + h)
-        made.append((host, h % 100 == 42, host_samples(host, starving, job_id)))
+        host = Host(f"gpu-{h:04d}", "starving" if starving else "saturated", job_id=job_id,
+                    cards=CARDS, util=35.0 if starving else 97.0,
+                    cause="input" if starving else None)
+        made.append((host, h % 100 == 42, host_samples(host)))
     return made
 
 
@@ -130,13 +111,22 @@ def instant_parts(
 
 def serve(hosts: int, port: Any, counters: Any, ready: Any) -> None:
     made = fleet(hosts)
-    instant = [(host, down, instant_parts(samples)) for host, down, samples in made]
+    instant = [(host.name, down, instant_parts(samples)) for host, down, samples in made]
     history = {
-        host: [(json.dumps({"metric": {"__name__": n, **labels}})[:-1] + ',"values":[', v)
-               for n, labels, v in samples if n in HISTORY_NAMES]
+        host.name: [(json.dumps({"metric": {"__name__": n, **labels}})[:-1] + ',"values":[', v)
+                    for n, labels, v in samples if n in HISTORY_NAMES]
         for host, _, samples in made
     }
     started = time.time()
+    store = Store()
+    for host, down, samples in made:
+        gone = replace(host, gone_at=started + DOWN_AFTER_S) if down else host
+        store.add(series_of(gone, samples))
+    gc.collect()
+    gc.freeze()  # 150,000 series: no collection walks them again
+    for query in view_queries(ViewRequest()).values():  # Prometheus answers them in ms
+        store.answer(query, started, remember=True)
+    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -152,15 +142,25 @@ def serve(hosts: int, port: Any, counters: Any, ready: Any) -> None:
             live = [h for h in instant if not (gone and h[1])]
             if url.path.endswith("/query_range"):
                 body = self.range_body(params, live)
-            elif url.path.endswith("/query") and "gpusat_card_verdict" in params.get("query", ""):
+            elif url.path.endswith("/query") and "label_replace" in params.get("query", ""):
+                # check's full query: every card, as it was measured before the view's
                 wobble = (now % 10) / 1000
                 series = [f'{head}{now:.3f},"{value - moves * wobble:g}"]}}'
                           for _, _, parts in live for head, value, moves in parts]
                 body = ('{"status":"success","data":{"resultType":"vector","result":['
                         + ",".join(series) + "]}}").encode()
-                with counters.get_lock():
-                    counters[0] += 1
-                    counters[1] += len(body)
+                self.count(body, refresh=True)
+            elif url.path.endswith("/query"):
+                query = params.get("query", "")
+                with lock:  # one evaluation at a time: its sub-expression cache is shared
+                    store.wobble = (now % 10) / 1000
+                    try:
+                        # the rows' figures fresh (they move), the summary's remembered
+                        body = store.answer_bytes(query, now,
+                                                  remember=not query.startswith("{"))
+                    except Unsupported:
+                        body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+                self.count(body, refresh=query.startswith("count by (kind)"))
             else:
                 body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
             self.send_response(200)
@@ -169,6 +169,11 @@ def serve(hosts: int, port: Any, counters: Any, ready: Any) -> None:
             self.end_headers()
             with contextlib.suppress(OSError):  # the client hung up
                 self.wfile.write(body)
+
+        def count(self, body: bytes, refresh: bool) -> None:
+            with counters.get_lock():
+                counters[0] += 1 if refresh else 0
+                counters[1] += len(body)
 
         def range_body(self, params: dict[str, str], live: list[Any]) -> bytes:
             start, end = float(params["start"]), float(params["end"])

@@ -506,6 +506,46 @@ class JobContext(_Model):
         return key
 
 
+class FleetItem(_Model):
+    """One card of a fleet summary that is not healthy: enough to place its row."""
+
+    #: Card id (``host/vendor:index``), as `CardReading.id` of the same card.
+    id: str
+    host: str
+    #: A verdict kind, or ``down`` (its host's exporter gone).
+    kind: str
+    cause: str | None = None
+    #: `JobContext.key` of its job where the fleet knows it.
+    job: str | None = None
+    #: Utilisation (0..100) where it was asked for, else None (the list then counts it whole).
+    util_pct: float | None = None
+
+
+class FleetSummary(_Model):
+    """What a fleet Frame says of the whole fleet when its cards are only the rows on screen
+    (`Frame.fleet`): counts from the server's aggregation and every problem card.
+
+    Additive: absent (None) in recordings made before it and on every single-host Frame.
+    """
+
+    hosts: int = 0
+    cards: int = 0
+    #: Cards per kind (verdict kinds and ``down``), over the whole fleet.
+    kinds: dict[str, int] = Field(default_factory=dict)
+    #: Hosts whose exporter is gone.
+    down_hosts: int = 0
+    #: Every card that is not saturated or idle, worst placed by the list.
+    problems: list[FleetItem] = Field(default_factory=list)
+    #: Healthy cards (saturated or idle) that pass the view's host/kind matchers.
+    healthy: int = 0
+    #: Their ids, only while the healthy row is unfolded (else empty).
+    healthy_ids: list[str] = Field(default_factory=list)
+    #: Cards of each problem job (`JobContext.key`), on every host.
+    job_cards: dict[str, int] = Field(default_factory=dict)
+    #: Hosts' mean busy share (0..1) between their last two scrapes, for the straggler.
+    host_busy: dict[str, float] = Field(default_factory=dict)
+
+
 class Frame(_Model):
     """One poll: every card, the training processes, the host, and what went wrong."""
 
@@ -529,6 +569,9 @@ class Frame(_Model):
     #: Whose jobs the cards run (one entry per job; see `JobContext`). Additive: empty in
     #: recordings made before it, and when no trainer was found.
     jobs: list[JobContext] = Field(default_factory=list)
+    #: The fleet view's summary of the whole fleet where ``cards`` holds only the rows on
+    #: screen (see `FleetSummary`). Additive: None elsewhere and in older recordings.
+    fleet: FleetSummary | None = None
 
     @field_validator("t")
     @classmethod

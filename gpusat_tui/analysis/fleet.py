@@ -23,7 +23,15 @@ from collections.abc import Callable, Collection, Mapping
 
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.verdicts.job import SEVERITY
-from gpusat_tui.model import Assessment, CardReading, Frame, Verdict, VerdictKind
+from gpusat_tui.model import (
+    Assessment,
+    CardReading,
+    FleetSummary,
+    Frame,
+    Verdict,
+    VerdictKind,
+    is_verdict_kind,
+)
 
 __all__ = ["FleetTracker", "lagging_hosts"]
 
@@ -81,6 +89,9 @@ class FleetTracker:
         self._recent: deque[Frame] = deque(maxlen=max(1, recent_polls))
         self._assessment = Assessment()
         self._remote: Mapping[str, object] = {}
+        #: What the dashboard shows, for a source that asks only for that (the fleet
+        #: source's `FleetView`; the UI tells it what is on screen). None: every card.
+        self.view: object | None = None
 
     @property
     def assessment(self) -> Assessment:
@@ -121,7 +132,7 @@ class FleetTracker:
                     else Verdict(kind="unknown")
                 )
             cards[card.id] = verdict
-        job = self._job(frame, cards)
+        job = self._job(frame, cards) if frame.fleet is None else self._fleet_job(frame.fleet)
         self._assessment = Assessment(cards=cards, job=job)
         return self._assessment
 
@@ -256,6 +267,41 @@ class FleetTracker:
         ]
         cause = statistics.mode(causes) if causes else ("straggler" if inner else None)
         return Verdict(kind=kind, cause=cause, why=why, confidence=0.5)
+
+
+    def _fleet_job(self, summary: FleetSummary) -> Verdict:
+        """The job verdict from a fleet summary: the lagging host by the server's per-host
+        busy means, else the worst problem kind the cards have, else saturated or idle."""
+        if not summary.cards:
+            return Verdict(kind="unknown", why=["no host reports any card"],
+                           advice=["Check the status line for what the server answered"])
+        lag = lagging_hosts({h: 100.0 * u for h, u in summary.host_busy.items()},
+                            self.thresholds)
+        if lag is not None:
+            lagging, other = lag
+            names = _names([f"{h} at {_p(100.0 * summary.host_busy[h])}" for h in lagging])
+            return Verdict(
+                kind="imbalanced", cause="straggler",
+                why=[f"lagging host: {names} while the other "
+                     f"{len(summary.host_busy) - len(lagging)} hosts run at {_p(other)} (mean "
+                     "utilisation between the last two scrapes, from the counters): every "
+                     "step of a multi-node job waits for the slowest node",
+                     "all hosts the view matches are taken as one job (scope with --match)"],
+                advice=[f"Look at {lagging[0]} first: its own verdicts say whether it starves "
+                        "(input pipeline) or its cards throttle"],
+                confidence=0.5,
+            )
+        counts = {k: n for k, n in summary.kinds.items() if n and k in SEVERITY}
+        busy = [k for k in counts if k not in ("idle", "unknown")]
+        if not busy and not counts:
+            return Verdict(kind="unknown", why=[f"no verdict yet from {summary.hosts} hosts"])
+        worst = min(busy or ["idle"], key=_rank)
+        kind: VerdictKind = worst if is_verdict_kind(worst) else "unknown"
+        causes = [p.cause for p in summary.problems if p.kind == kind and p.cause]
+        why = [f"{summary.hosts} hosts, {summary.cards} cards: " + ", ".join(
+            f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))]
+        return Verdict(kind=kind, cause=statistics.mode(causes) if causes else None, why=why,
+                       confidence=0.5)
 
 
 def _names(hosts: list[str], limit: int = 4) -> str:

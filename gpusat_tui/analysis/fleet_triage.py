@@ -18,10 +18,10 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpusat_tui.model import CardReading, JobContext
+from gpusat_tui.model import CardReading, FleetSummary, JobContext
 
 __all__ = ["DOWN", "HEALTHY", "PROBLEMS", "FleetFilter", "Group", "Triage", "parse_filter",
-           "triage"]
+           "summary_triage", "triage"]
 
 #: Kinds the summary folds into "the rest": nothing to do about them.
 HEALTHY = frozenset({"saturated", "idle"})
@@ -74,8 +74,8 @@ def _host_matches(pattern: str, host: str) -> bool:
     return pattern in host
 
 
-def _matches(flt: FleetFilter, card: CardReading, kind: str, job: JobContext | None) -> bool:
-    host = (card.host or "").lower()
+def _matches(flt: FleetFilter, host: str, kind: str, job: JobContext | None) -> bool:
+    host = host.lower()
     job_words = (
         " ".join(str(v) for v in (job.key, job.job_id, job.name) if v).lower() if job else ""
     )
@@ -116,6 +116,9 @@ class Triage:
     #: Cards that pass the filter.
     matched: int = 0
     filter: FleetFilter = field(default_factory=FleetFilter)
+    #: How many healthy cards pass the filter: ``len(healthy)``, or more where the healthy
+    #: are counted, not listed (`summary_triage`, folded).
+    healthy_count: int = 0
 
 
 def _rank(kind: str) -> int:
@@ -177,30 +180,84 @@ def triage(
             kind_jobs.setdefault(kind, set()).add(job.key)
         group = (True, job.key) if job is not None else (False, host)
         group_cards[group] = group_cards.get(group, 0) + 1
-        if flt.active and not _matches(flt, card, kind, job):
+        if flt.active and not _matches(flt, host, kind, job):
             continue
         matched += 1
         if kind in HEALTHY:
             healthy.append(card.id)
         else:
             members.setdefault(group, []).append((_rank(kind), _waste(card, kind), card.id))
-    job_by_key = {job.key: job for job in jobs}
+    # Within a group by severity, then as the frame has them: rows that do not jump about
+    # every poll as their figures move.
+    groups = _groups(members, group_cards, {job.key: job for job in jobs})
+    down = sum(1 for host in host_cards if not host_live.get(host))
+    return Triage(
+        summary=_summary(len(host_cards), len(cards), by_kind, kind_jobs, down),
+        groups=tuple(groups), healthy=tuple(healthy), matched=matched, filter=flt,
+        healthy_count=len(healthy),
+    )
+
+
+def _groups(
+    members: Mapping[tuple[bool, str], list[tuple[int, float, str]]],
+    group_cards: Mapping[tuple[bool, str], int], job_by_key: Mapping[str, JobContext],
+) -> list[Group]:
     groups = []
     for (is_job, key), entries in members.items():
-        # Within a group by severity, then as the frame has them: rows that do not jump
-        # about every poll as their figures move.
         entries.sort(key=lambda e: e[0])
         owner = job_by_key.get(key) if is_job else None
         groups.append(Group(
             key=key, label=_job_label(owner) if owner is not None else key,
             worst=PROBLEMS[entries[0][0]], waste=sum(e[1] for e in entries),
-            card_ids=tuple(e[2] for e in entries), cards=group_cards[(is_job, key)], job=owner,
+            card_ids=tuple(e[2] for e in entries), cards=group_cards.get((is_job, key), 0),
+            job=owner,
         ))
     groups.sort(key=lambda g: (g.job is None, _rank(g.worst), -g.waste, g.label))
-    down = sum(1 for host in host_cards if not host_live.get(host))
+    return groups
+
+
+def summary_triage(
+    summary: FleetSummary, jobs: Sequence[JobContext] = (),
+    flt: FleetFilter = FleetFilter(),  # frozen: one shared default is safe
+) -> Triage:
+    """`triage` of a fleet whose problem cards and counts the server gave (`FleetSummary`):
+    the same order, summary and filter, in one pass over the problem cards.
+
+    The filter applies to the problem cards here; the healthy ones are counted (or, unfolded,
+    listed) by the server already narrowed by the filter's ``host:`` and ``kind:``. A ``job:``,
+    ``user:`` or bare-word filter leaves the healthy row out (the server is not asked which
+    healthy cards are in which job: that answer would grow with the fleet)."""
+    job_by_key = {job.key: job for job in jobs}
+    kind_jobs: dict[str, set[str]] = {}
+    members: dict[tuple[bool, str], list[tuple[int, float, str]]] = {}
+    group_cards: dict[tuple[bool, str], int] = {}
+    host_cards: dict[str, int] = {}
+    matched = 0
+    for item in summary.problems:
+        job = job_by_key.get(item.job) if item.job else None
+        if job is not None:
+            kind_jobs.setdefault(item.kind, set()).add(job.key)
+        group = (True, job.key) if job is not None else (False, item.host)
+        host_cards[item.host] = host_cards.get(item.host, 0) + 1
+        if flt.active and not _matches(flt, item.host, item.kind, job):
+            continue
+        matched += 1
+        waste = 1.0 if item.util_pct is None or item.kind == DOWN else max(
+            0.0, min(1.0, 1.0 - item.util_pct / 100.0))
+        members.setdefault(group, []).append((_rank(item.kind), waste, item.id))
+    for (is_job, key) in members:
+        group_cards[(is_job, key)] = (
+            summary.job_cards.get(key, 0) if is_job else host_cards.get(key, 0)
+        )
+    by_kind = dict(summary.kinds)
+    word_filter = bool(flt.job or flt.user or flt.words) or bool(
+        flt.kind and not any(kind.startswith(flt.kind) for kind in HEALTHY))
+    healthy = 0 if word_filter else summary.healthy
+    ids = () if word_filter else tuple(summary.healthy_ids)
     return Triage(
-        summary=_summary(len(host_cards), len(cards), by_kind, kind_jobs, down),
-        groups=tuple(groups), healthy=tuple(healthy), matched=matched, filter=flt,
+        summary=_summary(summary.hosts, summary.cards, by_kind, kind_jobs, summary.down_hosts),
+        groups=tuple(_groups(members, group_cards, job_by_key)), healthy=ids,
+        matched=matched + healthy, filter=flt, healthy_count=healthy,
     )
 
 

@@ -23,7 +23,7 @@ def build_app(options: DashboardOptions) -> GpusatApp:
     keeps reading the probe files: a job started after the dashboard replaces it.
     """
     try:
-        built = build_source(options.source, wait_for_job=True)
+        built = build_source(options.source, wait_for_job=True, fleet_view=True)
     except ToolMissing as exc:
         return GpusatApp(None, no_tool=str(exc))
     banner = built.banner

@@ -80,7 +80,7 @@ def live_source(options: SourceOptions, wait_for_job: bool = False) -> LiveSourc
 
 
 def build_source(
-    options: SourceOptions, *, fleet_history: bool = True,
+    options: SourceOptions, *, fleet_history: bool = True, fleet_view: bool = False,
     on_record_failure: Callable[[str], None] | None = None, wait_for_job: bool = False,
 ) -> BuiltSource:
     """Build the source ``options`` ask for.
@@ -88,6 +88,8 @@ def build_source(
     Raises `ToolMissing` when live polling finds no tool (unless the demo stands in), and
     `GpusatError` for a recording that cannot be read or written, a bad URL or ``--match``.
     ``fleet_history``: fill the fleet view's charts from a start-up range query;
+    ``fleet_view``: ask Prometheus only for what the dashboard shows (its summary and rows),
+    not for every card (``check`` and a recording want every card);
     ``on_record_failure``: told once when a write fails later (headless: a line on stderr);
     ``wait_for_job``: with no tool, poll the probe files even before a trainer publishes one
     (the dashboard and ``check --watch``; not with ``--fallback-demo``, whose demo stands in).
@@ -97,7 +99,7 @@ def build_source(
         from gpusat_tui.sources.fleet_view.fleet import build_fleet
 
         source, tracker = build_fleet(options.prometheus, options.match,
-                                      options.poll.interval_s)
+                                      options.poll.interval_s, view=fleet_view)
         source.history = fleet_history
         built = BuiltSource(source, tracker=tracker, interval_s=options.poll.interval_s)
     elif options.replay:

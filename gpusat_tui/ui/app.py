@@ -149,7 +149,7 @@ class GpusatApp(App[int]):
         self.banner = banner
         self.no_tool = no_tool
         fleet = isinstance(tracker, FleetTracker)
-        self.state, self.card_list = self._fleet_or_host(fleet)
+        self.state, self.card_list = self._fleet_or_host(fleet, tracker)
         self.frames_shown = 0
         #: Jobs on the newest frame shown besides the followed one: `j` picks one of them.
         self._other_jobs = 0
@@ -518,12 +518,14 @@ class GpusatApp(App[int]):
     # --- the fleet view: its list (worst first, the healthy folded) and its filter -------------
 
     @staticmethod
-    def _fleet_or_host(fleet: bool) -> tuple[DashboardState, CardList | FleetList]:
+    def _fleet_or_host(
+        fleet: bool, tracker: object = None
+    ) -> tuple[DashboardState, CardList | FleetList]:
         """The fleet view's list puts the worst first and folds the healthy (`FleetList`), and
         chart history is kept for the cards on screen only (`FleetState`)."""
         if not fleet:
             return DashboardState(), CardList(id="cards")
-        state = FleetState()
+        state = FleetState.for_tracker(tracker)  # the source's view request, if it has one
         return state, FleetList(id="cards", state=state)
 
     def action_search(self) -> None:

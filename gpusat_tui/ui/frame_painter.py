@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.containers import Vertical
 
 from gpusat_tui.model import Assessment, CardReading, Frame, ProbeSample
+from gpusat_tui.ui.fleet_state import cards_in
 from gpusat_tui.ui.followed_job import FollowedJob, JobFollower, ended_panel_text
 from gpusat_tui.ui.guarded_tracker import JOB_KEY, GuardedTracker
 from gpusat_tui.ui.state import DashboardState
@@ -99,7 +100,7 @@ class FramePainter:
     def _job_line(self, shown: Shown, multi: bool, ended: str | None) -> None:
         frame, job = shown.frame, shown.assessment.job
         if ended is not None:
-            self.job_bar.show(len(frame.cards), job, None, "", "", ended=ended)
+            self.job_bar.show(cards_in(frame), job, None, "", "", ended=ended)
         elif multi:
             jobs_shown = self.follower.jobs_shown(frame.jobs)
             who, energy = job_summary(jobs_shown, self.state.energy)
@@ -111,7 +112,7 @@ class FramePainter:
             job_probes, job_span = windowed(probes, self.tracker.window_ranks(JOB_KEY))
             figure = probe_summary(job_probes, job_span) if shown.overview or not probes \
                 else None
-            self.job_bar.show(len(frame.cards), job, figure, who, energy,
+            self.job_bar.show(cards_in(frame), job, figure, who, energy,
                               n_jobs=len(jobs_shown))
 
     def _card_view(self, shown: Shown, multi: bool) -> None:

@@ -3,8 +3,8 @@ severity and waste, the healthy kept apart for the list to fold, and the filters
 
 from __future__ import annotations
 
-from gpusat_tui.analysis.fleet_triage import FleetFilter, parse_filter, triage
-from gpusat_tui.model import CardReading, JobContext
+from gpusat_tui.analysis.fleet_triage import FleetFilter, parse_filter, summary_triage, triage
+from gpusat_tui.model import CardReading, FleetItem, FleetSummary, JobContext
 
 
 def card(host: str, index: int, util: float | None = 95.0,
@@ -109,3 +109,50 @@ def test_parse_filter_reads_keys_and_words() -> None:
         job="42", host="gpu-1*", words=("alice", "size:big"))
     assert parse_filter("").active is False
     assert parse_filter("kind:stalled gpu").text() == "kind:stalled gpu"
+
+
+def summary_of(cards: list[CardReading], kinds: dict[str, str],
+               jobs: list[JobContext]) -> FleetSummary:
+    """What the server's answers say of ``fleet()``: the counts, the problem cards."""
+    job_of = {i: job.key for job in jobs for i in job.card_ids}
+    counts: dict[str, int] = {}
+    problems = []
+    healthy = 0
+    for c in cards:
+        kind = "down" if c.stale_s is not None else kinds.get(c.id, "unknown")
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind in ("saturated", "idle"):
+            healthy += 1
+            continue
+        problems.append(FleetItem(id=c.id, host=c.host or "", kind=kind,
+                                  job=job_of.get(c.id), util_pct=c.util_pct))
+    return FleetSummary(hosts=12, cards=len(cards), kinds=counts, down_hosts=1,
+                        problems=problems, healthy=healthy,
+                        job_cards={job.key: len(job.card_ids) for job in jobs})
+
+
+def test_the_summary_answer_gives_the_same_order_and_summary_as_every_card() -> None:
+    cards, kinds, jobs = fleet()
+    whole = triage(cards, kinds, jobs)
+    from_server = summary_triage(summary_of(cards, kinds, jobs), jobs)
+    assert from_server.summary == whole.summary
+    assert [(g.label, g.card_ids, g.cards) for g in from_server.groups if g.job] == [
+        (g.label, g.card_ids, g.cards) for g in whole.groups if g.job]
+    assert [g.card_ids for g in from_server.groups] == [g.card_ids for g in whole.groups]
+    assert from_server.healthy_count == len(whole.healthy) == 30
+    assert from_server.healthy == ()  # counted, not listed: the list folds them
+
+
+def test_filters_on_the_summary_answer() -> None:
+    cards, kinds, jobs = fleet()
+    summary = summary_of(cards, kinds, jobs)
+    starving = summary_triage(summary, jobs, parse_filter("kind:starving"))
+    assert [g.label for g in starving.groups] == ["slurm 100 alice", "gpu-07"]
+    assert starving.healthy_count == 0  # no healthy card is starving
+    by_user = summary_triage(summary, jobs, parse_filter("user:bob"))
+    assert [g.label for g in by_user.groups] == ["slurm 200 bob"]
+    assert by_user.healthy_count == 0  # which healthy card is whose is not asked
+    by_host = summary_triage(summary, jobs, parse_filter("host:gpu-0[12]"))
+    assert [g.label for g in by_host.groups] == ["slurm 100 alice"]
+    # The healthy count under a host filter is the server's (asked with host=~).
+    assert by_host.healthy_count == summary.healthy

@@ -21,8 +21,13 @@ RECORDING_V1_FIELDS = {
     },
     model.Frame: {
         "t", "seq", "cards", "card_processes", "processes", "host", "errors", "notes",
-        "monitor_cpu_pct", "raw", "probes", "jobs",
+        "monitor_cpu_pct", "raw", "probes", "jobs", "fleet",
     },
+    model.FleetSummary: {
+        "hosts", "cards", "kinds", "down_hosts", "problems", "healthy", "healthy_ids",
+        "job_cards", "host_busy",
+    },
+    model.FleetItem: {"id", "host", "kind", "cause", "job", "util_pct"},
     model.JobContext: {
         "scheduler", "job_id", "step", "name", "user", "partition", "namespace", "pod_uid",
         "command", "source", "pids", "card_ids", "host",
@@ -130,3 +135,17 @@ def test_bundled_sessions_are_v1_and_load_whole(path: Path) -> None:
     raw_lines = path.read_text().splitlines()
     assert len(seqs) == len(raw_lines) - 1  # every line after the header is a frame
     assert seqs == sorted(seqs)
+
+
+def test_a_fleet_frames_summary_round_trips_and_older_lines_have_none() -> None:
+    summary = model.FleetSummary(
+        hosts=2, cards=16, kinds={"saturated": 12, "starving": 4}, healthy=12,
+        problems=[model.FleetItem(id="gpu-1/nvidia:0", host="gpu-1", kind="starving",
+                                  cause="input", job="slurm:9", util_pct=35.0)],
+        job_cards={"slurm:9": 8}, host_busy={"gpu-1": 0.35, "gpu-2": 0.97},
+    )
+    frame = model.Frame(t=1000.0, fleet=summary)
+    assert model.Frame.model_validate_json(frame.model_dump_json()) == frame
+    older = model.Frame(t=1000.0).model_dump_json().replace(',"fleet":null', "")
+    assert "fleet" not in older
+    assert model.Frame.model_validate_json(older).fleet is None

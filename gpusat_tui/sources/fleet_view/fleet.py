@@ -1,7 +1,9 @@
 """The fleet view's source: every host's cards, read from a Prometheus server's HTTP API.
 
 Each node runs ``gpusat-tui export``; Prometheus scrapes them; `FleetSource` asks Prometheus
-(``/api/v1/query``) once per interval for the gpusat card series and the verdicts, and yields
+(``/api/v1/query``) once per interval for the gpusat card series and the verdicts (with a
+`FleetView`, the dashboard's: only the fleet's summary and the rows on screen, `view_poll`), and
+yields
 the same `Frame`s as the live and replay sources: one `CardReading` per host x card, with
 ``host`` set, so card ids (``host/vendor:index``) stay unique across hosts while single-host
 ids are unchanged. Hosts are told apart by the ``host`` label the exporter sets, else by
@@ -53,6 +55,8 @@ from gpusat_tui.sources.fleet_view.fleet_answers import (
     instant_query,
 )
 from gpusat_tui.sources.fleet_view.prometheus_api import FleetError, PrometheusAPI, parse_matcher
+from gpusat_tui.sources.fleet_view.view_poll import ViewPoll
+from gpusat_tui.sources.fleet_view.view_request import FleetView
 
 __all__ = ["FORGET_S", "FleetSource", "build_fleet"]
 
@@ -87,7 +91,11 @@ class FleetSource:
         clock: Callable[[], float] = time.time,
         history: bool = True,
         forget_s: float = FORGET_S,
+        view: FleetView | None = None,
     ) -> None:
+        """``view``: what the dashboard shows (`FleetView`); with it each refresh asks for the
+        fleet's summary and the rows on screen (`view_poll`), without it for every card (what
+        ``check`` and a script want)."""
         self.interval = float(interval)
         self.timeout = float(timeout) if timeout is not None else min(max(2.0, interval), 10.0)
         self.api = api or PrometheusAPI(url, self.timeout)
@@ -114,6 +122,8 @@ class FleetSource:
         #: have said so: it is said until live polls have filled the charts.
         self._history_error: ToolError | None = None
         self._history_said = 0
+        self.view = view
+        self._view_poll = ViewPoll(self) if view is not None else None
 
     @property
     def label(self) -> str:
@@ -123,6 +133,31 @@ class FleetSource:
         hosts = f" · {self._hosts} hosts" if self._hosts else ""
         failing = f" · server {self._failing}" if self._failing else ""
         return f"fleet {server}{hosts}{failing}"
+
+    def next_seq(self) -> int:
+        seq, self._seq = self._seq, self._seq + 1
+        return seq
+
+    def history_errors(self) -> list[ToolError]:
+        """The start-up history's failure, said until live polls have filled the charts."""
+        if self._history_error is None or self._history_said >= HISTORY_POINTS:
+            return []
+        self._history_said += 1
+        return [self._history_error]
+
+    def set_failing(self, kind: str | None, hosts: int | None = None) -> None:
+        self._failing = kind
+        if hosts is not None:
+            self._hosts = hosts
+
+    async def get(
+        self, endpoint: str, params: Mapping[str, str], read: Callable[[Any], T]
+    ) -> T:
+        """`_get` for the view's poll (`view_poll`)."""
+        return await self._get(endpoint, params, read)
+
+    def request_error(self, exc: Exception) -> ToolError:
+        return self._request_error(exc)
 
     async def _get(
         self, endpoint: str, params: Mapping[str, str], read: Callable[[Any], T]
@@ -167,6 +202,8 @@ class FleetSource:
 
     async def poll_once(self) -> Frame:
         """Ask once; never raises for the server's misbehaviour."""
+        if self._view_poll is not None:
+            return await self._view_poll.poll()
         t = self.clock()
         errors: list[ToolError] = []
         notes: list[str] = []
@@ -264,16 +301,20 @@ class FleetSource:
         self._closed = True
 
 
-def build_fleet(url: str, matches: Sequence[str] = (), interval: float = 1.0) -> tuple[Any, Any]:
+def build_fleet(
+    url: str, matches: Sequence[str] = (), interval: float = 1.0, *, view: bool = True
+) -> tuple[Any, Any]:
     """(source, tracker) of the fleet view, for the app. Raises `GpusatError` on a bad URL or
-    ``--match`` (one clear message, no TUI)."""
+    ``--match`` (one clear message, no TUI). ``view``: the source asks only for what the
+    dashboard shows (`FleetView`); False: every card (``check``)."""
     from gpusat_tui.analysis.fleet import FleetTracker
 
     try:
-        source = FleetSource(url, matches, interval=interval)
+        source = FleetSource(url, matches, interval=interval, view=FleetView() if view else None)
     except ValueError as exc:
         raise GpusatError(str(exc)) from None
     tracker = FleetTracker(
         lambda: source.verdicts, lambda: source.job_verdicts, busy=lambda: source.busy
     )
+    tracker.view = source.view
     return source, tracker

@@ -41,6 +41,8 @@ __all__ = [
     "CardKey",
     "FleetAnswer",
     "RemoteVerdict",
+    "card_key",
+    "card_reading",
     "clean_label",
     "fleet_jobs",
     "frame_from_answer",
@@ -49,6 +51,8 @@ __all__ = [
     "history_selector",
     "host_of",
     "instant_query",
+    "job_context",
+    "key_id",
 ]
 
 #: Longest label value kept (names, hosts); longer ones are cut with an ellipsis.
@@ -155,7 +159,7 @@ CardKey = tuple[str, Vendor, int, str]
 _INSTANCE = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
 
-def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | None:
+def card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | None:
     """Which card a series is for. The parts of one card (MIG instances) share its index: the
     exporter's ``card`` label tells them apart (``nvidia:0/mig1``)."""
     vendor = labels.get("vendor")
@@ -186,7 +190,7 @@ def _card_key(labels: Mapping[str, str], notes: dict[str, None]) -> CardKey | No
     return host, vendor, index, instance
 
 
-def _key_id(key: CardKey) -> str:
+def key_id(key: CardKey) -> str:
     """The id the `CardReading` of ``key`` has (``host/vendor:index[/instance]``)."""
     host, vendor, index, instance = key
     card = f"{vendor}:{index}/{instance}" if instance else f"{vendor}:{index}"
@@ -239,7 +243,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         if name == "gpusat_exporter_last_poll_timestamp_seconds":
             continue
         if name == "gpusat_job_info":
-            job = _job_context(labels)
+            job = job_context(labels)
             if job is not None:
                 job_infos.setdefault((job.host or "?", labels["job_key"]), job)
             continue
@@ -248,18 +252,18 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
                 job_cards.append((host_of(labels), clean_label(labels["card"]),
                                   str(labels["job_key"])))
             continue
-        key = _card_key(labels, notes)
+        key = card_key(labels, notes)
         if key is None:
             continue
         if labels.get(BUSY_LABEL) == "busy_ratio":
             share = _number(value[1])
             if share is not None:
-                busy.setdefault(_key_id(key), share)
+                busy.setdefault(key_id(key), share)
             continue
         if name == "gpusat_card_verdict":
             kind = labels.get("kind")
             if is_verdict_kind(kind) and _number(value[1]) == 1.0:
-                verdicts.setdefault(_key_id(key), RemoteVerdict(kind, _cause(labels)))
+                verdicts.setdefault(key_id(key), RemoteVerdict(kind, _cause(labels)))
             continue
         target = FIGURES.get(str(name))
         if target is None:
@@ -271,7 +275,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
         field, factor = target
         number = _number(value[1])
         entry.setdefault(field, None if number is None else number * factor)
-    cards = {key: _reading(key, entry) for key, entry in sorted(figures.items())}
+    cards = {key: card_reading(key, entry) for key, entry in sorted(figures.items())}
     _warned(data, notes)
     return FleetAnswer(cards, verdicts, jobs, list(notes), busy,
                        fleet_jobs(job_infos, job_cards))
@@ -281,7 +285,7 @@ def frame_from_answer(data: Mapping[str, Any]) -> FleetAnswer:
 _JOB_FIELDS = ("job_id", "step", "name", "user", "partition", "namespace", "pod_uid")
 
 
-def _job_context(labels: Mapping[str, str]) -> JobContext | None:
+def job_context(labels: Mapping[str, str]) -> JobContext | None:
     if not labels.get("job_key"):
         return None
     values = {f: clean_label(labels[f]) for f in _JOB_FIELDS if labels.get(f)}
@@ -329,7 +333,7 @@ def group_by_job(cards: Sequence[CardReading], jobs: Sequence[JobContext]) -> li
     return sorted(cards, key=lambda c: (rank.get(c.id, len(jobs)), order[c.id]))
 
 
-def _reading(key: CardKey, entry: dict[str, Any]) -> CardReading:
+def card_reading(key: CardKey, entry: dict[str, Any]) -> CardReading:
     host, vendor, index, instance = key
     values = dict(entry)
     if not values.get("stale_s"):
@@ -377,7 +381,7 @@ def history_frames(data: Mapping[str, Any]) -> list[Frame]:
         if not isinstance(labels, dict):
             continue
         target = FIGURES.get(str(labels.get("__name__")))
-        key = _card_key(labels, notes) if target is not None else None
+        key = card_key(labels, notes) if target is not None else None
         if key is None or target is None:
             continue
         names.setdefault(key, {
@@ -398,7 +402,7 @@ def history_frames(data: Mapping[str, Any]) -> list[Frame]:
             )
     frames = []
     for seq, t in enumerate(sorted(points)):
-        readings = [_reading(key, entry) for key, entry in sorted(points[t].items())]
+        readings = [card_reading(key, entry) for key, entry in sorted(points[t].items())]
         frames.append(Frame(t=t, seq=seq, cards=readings))
     _warned(data, notes)
     if frames and notes:  # what was skipped or partial, said once, on the oldest frame

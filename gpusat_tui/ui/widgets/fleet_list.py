@@ -24,9 +24,18 @@ from gpusat_tui.analysis.fleet_triage import (
     Group,
     Triage,
     parse_filter,
+    summary_triage,
     triage,
 )
-from gpusat_tui.model import VERDICT_KINDS, CardReading, Frame, Verdict, VerdictKind
+from gpusat_tui.model import (
+    VERDICT_KINDS,
+    CardReading,
+    FleetItem,
+    Frame,
+    Verdict,
+    VerdictKind,
+    is_vendor,
+)
 from gpusat_tui.text import clean
 from gpusat_tui.ui.fleet_state import FleetState
 from gpusat_tui.ui.widgets.cards import CachedStatic, CardList, card_row
@@ -37,6 +46,24 @@ __all__ = ["FleetList", "FleetSearch", "summary_text"]
 _LABEL = 17
 
 Row = tuple[str, VerdictKind, bool]
+
+#: What the folded healthy row selects where the healthy cards are counted, not listed (a
+#: fleet summary): no card's, so the detail pane shows none.
+FOLD_CARD = CardReading(vendor="nvidia", index=0, host="+healthy")
+
+
+def _row_card(item: FleetItem) -> CardReading | None:
+    """A row's card before its figures come (off screen, or on screen since this refresh):
+    who it is, no figures; a down card marked stale."""
+    _, _, card = item.id.partition("/")
+    vendor_index, _, instance = card.partition("/")
+    vendor, _, index = vendor_index.partition(":")
+    if not is_vendor(vendor) or not index.isdigit():
+        return None
+    return CardReading.model_construct(
+        vendor=vendor, index=int(index), instance=instance or None, host=item.host,
+        tool="prometheus", stale_s=1.0 if item.kind == DOWN else None,
+    )
 
 
 def _header(text: str, kind: str) -> Row:
@@ -61,6 +88,18 @@ def summary_text(result: Triage) -> Text:
     return text
 
 
+_LIGHT: dict[str, Verdict] = {}
+
+
+def _light(kind: str) -> Verdict:
+    """One shared kind-only `Verdict` per kind (a down card: unknown)."""
+    verdict = _LIGHT.get(kind)
+    if verdict is None:
+        shown: VerdictKind = kind if kind in VERDICT_KINDS else "unknown"
+        verdict = _LIGHT[kind] = Verdict(kind=shown)
+    return verdict
+
+
 class FleetList(CardList):
     """`CardList` for the fleet view (see the module docstring)."""
 
@@ -77,20 +116,53 @@ class FleetList(CardList):
         self.summary_bar = CachedStatic("", id="fleet-summary")
         #: The healthy card that stands for the folded row (it is what that row selects).
         self.fold_id: str | None = None
+        #: Whether the healthy header stands for no card (`FOLD_CARD`): a fleet summary's.
+        self.stand_in = False
+        #: (id, kind) -> the row's card before its figures (kept while the row is listed).
+        self._row_cards: dict[tuple[str, str], CardReading] = {}
+        #: Kinds of the rows a fleet summary lists (their verdicts until their figures come).
+        self.item_kinds: dict[str, str] = {}
 
     def set_filter(self, text: str) -> None:
         self.filter = parse_filter(text)
+        view = self.state.view if self.state is not None else None
+        if view is not None:  # the source narrows the healthy count the same way
+            view.narrow(self.filter.host, self.filter.kind)
 
     def listed_cards(self, frame: Frame, verdicts: dict[str, Verdict]) -> list[CardReading]:
-        kinds = {card_id: verdict.kind for card_id, verdict in verdicts.items()}
-        self.triage = triage(frame.cards, kinds, frame.jobs, self.filter)
         by_id = {card.id: card for card in frame.cards}
-        listed = [by_id[i] for group in self.triage.groups for i in group.card_ids]
-        healthy = self.triage.healthy
-        self.fold_id = healthy[0] if healthy and self.folded else None
-        if self.fold_id is not None:
-            listed.append(by_id[self.fold_id])
+        self.item_kinds = {}
+        if frame.fleet is not None:  # the server's summary: rows without figures yet
+            self.triage = summary_triage(frame.fleet, frame.jobs, self.filter)
+            made, self._row_cards = self._row_cards, {}
+            for item in frame.fleet.problems:
+                self.item_kinds[item.id] = item.kind
+                if item.id not in by_id:
+                    card = made.get((item.id, item.kind)) or _row_card(item)
+                    if card is not None:
+                        by_id[item.id] = self._row_cards[(item.id, item.kind)] = card
+            for card_id in frame.fleet.healthy_ids:
+                self.item_kinds[card_id] = "saturated"
+                if card_id not in by_id:
+                    card = _row_card(FleetItem(id=card_id, host=card_id.partition("/")[0],
+                                               kind="saturated"))
+                    if card is not None:
+                        by_id[card_id] = card
         else:
+            kinds = {card_id: verdict.kind for card_id, verdict in verdicts.items()}
+            self.triage = triage(frame.cards, kinds, frame.jobs, self.filter)
+        listed = [by_id[i] for group in self.triage.groups for i in group.card_ids
+                  if i in by_id]
+        healthy = [i for i in self.triage.healthy if i in by_id]
+        self.fold_id = None
+        self.stand_in = frame.fleet is not None and bool(self.triage.healthy_count)
+        if self.folded and self.triage.healthy_count:
+            fold = by_id[healthy[0]] if healthy else FOLD_CARD
+            self.fold_id = fold.id
+            listed.append(fold)
+        else:
+            if self.stand_in:  # the healthy header is a stop: Enter kept the selection there
+                listed.append(FOLD_CARD)
             listed.extend(by_id[i] for i in healthy)
         self.summary_bar.show(
             (self.triage.summary, self.triage.filter, self.triage.matched),
@@ -102,12 +174,24 @@ class FleetList(CardList):
         if selected is None or selected != self.fold_id:
             return False
         self.folded = False
+        view = self.state.view if self.state is not None else None
+        if view is not None:  # the source lists the healthy from the next refresh on
+            view.unfold(True)
         return True
 
     def sync(
         self, cards: list[CardReading], verdicts: dict[str, Verdict], selected: str | None
     ) -> None:
         by_id = {card.id: card for card in cards}
+        kinds = self.item_kinds
+
+        def verdict_of(card_id: str) -> Verdict | None:
+            # A row whose figures have not come yet has the summary's kind.
+            found = verdicts.get(card_id)
+            if found is None and card_id in kinds:
+                found = _light(kinds[card_id])
+            return found
+
         rows: list[Row] = []
         ids: list[str] = []
         for group in self.triage.groups:
@@ -117,20 +201,23 @@ class FleetList(CardList):
             rows.append(_header(_group_title(group), group.worst))
             ids.append(members[0].id)
             for card in members:
-                rows.append(card_row(card, verdicts.get(card.id), selected))
+                rows.append(card_row(card, verdict_of(card.id), selected))
                 ids.append(card.id)
         healthy = self.triage.healthy
         if self.fold_id is not None:
             marker = "▸" if self.fold_id == selected else " "
-            label = f"{marker}+{len(healthy):,} healthy ⏎"
+            label = f"{marker}+{self.triage.healthy_count:,} healthy ⏎"
             rows.append((label.ljust(_LABEL), "saturated", self.fold_id == selected))
             ids.append(self.fold_id)
-        elif healthy:
-            rows.append(_header(f"▾{len(healthy):,} healthy", "saturated"))
-            ids.append(healthy[0])
+        elif healthy or self.stand_in:
+            header = _header(f"▾{self.triage.healthy_count:,} healthy", "saturated")
+            if self.stand_in and selected == FOLD_CARD.id:
+                header = ("▸" + header[0][1:], "saturated", True)
+            rows.append(header)
+            ids.append(FOLD_CARD.id if self.stand_in else healthy[0])
             for card_id in healthy:
                 if card_id in by_id:
-                    rows.append(card_row(by_id[card_id], verdicts.get(card_id), selected))
+                    rows.append(card_row(by_id[card_id], verdict_of(card_id), selected))
                     ids.append(card_id)
         if not rows and self.filter.active:
             rows.append(_header("no card matches", "unknown"))

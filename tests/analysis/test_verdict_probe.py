@@ -245,3 +245,30 @@ def test_a_card_judged_alone_gets_the_badge_the_probes_give_it() -> None:
     alone = PreparedWindow(frames, facts)
     for cid, verdict in whole.items():
         assert alone.card(cid) == verdict, cid
+
+
+def test_a_lag_over_cards_without_figures_in_this_judgement_still_gives_the_straggler() -> None:
+    """The lag is found over the window's history; its group may name cards that have no
+    figures in the judgement at hand (gone from the newest polls, or an earlier sub-window the
+    badges ask about). The measured straggler then quotes the lag with the lag's own label
+    (this raised KeyError in the tracker, found by the random-stream reference test)."""
+    from gpusat_tui.analysis.probe_reading.probe_ranks import Rank
+    from gpusat_tui.analysis.verdicts.imbalance import Lag
+    from gpusat_tui.analysis.verdicts.job import judge_job
+    from gpusat_tui.model import Verdict
+
+    def rank(pid: int, r: int, wait: float) -> Rank:
+        return Rank(pid=pid, rank=r, card_id=f"nvidia:{r}", tie="device", wait_pct=wait,
+                    step_ms=180.0, samples_per_s=100.0, batches_per_s=5.0, span_s=10.0,
+                    publications=10, first_alloc=None, last_alloc=None, world_size=2)
+
+    lag = Lag(group=["nvidia:0", "nvidia:1"], stragglers=["nvidia:1"], others=["nvidia:0"],
+              pattern="lag", basis="util", levels={"nvidia:0": 95.0, "nvidia:1": 30.0},
+              waiters=[], grouping="trainer", seconds=10.0, stretches=3, polls=10,
+              label="GPU-Util")
+    saturated = Verdict(kind="saturated", why=["busy"], confidence=0.8)
+    job, _ = judge_job({"nvidia:0": saturated, "nvidia:1": saturated}, {}, lambda _: lag,
+                       [rank(100, 0, 3.0), rank(101, 1, 45.0)])
+    assert (job.kind, job.cause) == ("imbalanced", "straggler")
+    assert job.why[1] == ("nvidia:1 at 30 % while nvidia:0 run at 95 % (GPU-Util levels, "
+                          "the mean of the middle half)")

@@ -249,7 +249,11 @@ def test_killed_recorder_leaves_every_line_parseable(tmp_path: Path, sig: signal
             proc.kill()
             proc.wait()
     data = path.read_bytes()
-    assert data.endswith(b"\n")
+    # SIGKILL can cut the line being written: Linux ends a write to a regular file early when
+    # a fatal signal is pending (seen once beside a disk hog, with these 40 KiB lines). That
+    # torn line can only be the last one; the reader skips it and loses nothing before it.
+    torn = not data.endswith(b"\n")
+    assert not torn or sig == signal.SIGKILL, data[-200:]
     lines = data.split(b"\n")[:-1]
     RecordingHeader.model_validate_json(lines[0])
     seqs = [Frame.model_validate_json(line).seq for line in lines[1:]]
@@ -257,7 +261,7 @@ def test_killed_recorder_leaves_every_line_parseable(tmp_path: Path, sig: signal
     assert seqs == list(range(len(seqs)))
     _, reader = read_recording(path)
     assert sum(1 for _ in reader) == len(seqs)
-    assert reader.skipped == 0
+    assert reader.skipped == (1 if torn else 0)
 
 
 # -- the real CLI: `check --record` against fake vendor tools ----------------------------------

@@ -353,7 +353,10 @@ def _measured_straggler(
     rank = slow.rank
     why = list(slow.lines)
     if lag is not None:
-        label = figures[lag.group[0]].label
+        first = lag.group[0]
+        # The lag is found over the window's history; a card of its group may have no
+        # figures in this judgement (gone from the newest polls): the lag's own label then.
+        label = figures[first].label if first in figures else lag.label
         why.append(
             ", ".join(f"{c} at {pct(lag.levels[c])}" for c in lag.stragglers)
             + f" while {', '.join(lag.others)} run at {pct(lag.ref_level())} ({label} levels,"

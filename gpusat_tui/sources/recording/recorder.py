@@ -8,9 +8,9 @@ Durability, and what it costs:
 * Every line is handed to the kernel with ONE ``os.write`` call on an unbuffered file
   descriptor opened with ``O_APPEND``. There is no user-space buffer, so a Ctrl-C, a SIGTERM, a
   crashing tool or even a SIGKILL of gpusat-tui loses no line that `Recorder.write` returned
-  from, and never leaves half a line behind a complete one. (A line is a few KiB; a regular
-  file write of that size is not split in practice. Should it ever be short, the rest is written
-  at once, and the reader would see at worst one truncated *last* line, which it skips.)
+  from, and never leaves half a line behind a complete one. (A short write is finished at once.
+  A SIGKILL that lands during the write itself can cut that one line: Linux ends a write to a
+  regular file early when a fatal signal is pending. The reader skips that torn *last* line.)
 * No ``fsync`` per line: it costs milliseconds per poll on a real disk and only protects against
   a power cut or kernel crash, not against the process dying. `Recorder.close` fsyncs once.
 * Compressed recordings (a name ending in ``.zst`` or ``.gz``) keep both promises: every line is

@@ -23,7 +23,7 @@ Figures, per size:
 2. The dashboard (``gpusat-tui --prometheus URL``, default interval 1 s) in a detached tmux
    pane of 160x50: the time to the first screen with the summary and a problem row (``▾``)
    on it; then over ``--seconds``: its CPU (all its threads, scheduler's count) as % of a core
-   and per refresh, refreshes per second (the view's ``count by (kind)`` queries, or check's
+   and per refresh, refreshes per second (the view's ``counts`` queries, or check's
    full ones, the server answered), bytes of every instant answer per refresh, RSS every 10 s.
 """
 
@@ -160,7 +160,8 @@ def serve(hosts: int, port: Any, counters: Any, ready: Any) -> None:
                                                   remember=not query.startswith("{"))
                     except Unsupported:
                         body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
-                self.count(body, refresh=query.startswith("count by (kind)"))
+                self.count(body, refresh=query.startswith(
+                    "count by (kind) (gpusat_card_verdict"))
             else:
                 body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
             self.send_response(200)

@@ -544,8 +544,13 @@ class FleetSummary(_Model):
     healthy_ids: list[str] = Field(default_factory=list)
     #: Cards of each problem job (`JobContext.key`), on every host.
     job_cards: dict[str, int] = Field(default_factory=dict)
-    #: Hosts' mean busy share (0..1) between their last two scrapes, for the straggler.
+    #: Hosts' mean busy share (0..1) between their last two scrapes, for the straggler: every
+    #: busy host's, or (`busy_hosts` set) the lowest few and the highest.
     host_busy: dict[str, float] = Field(default_factory=dict)
+    #: How many busy hosts there are, and their median busy share, where `host_busy` holds
+    #: only the lowest few and the highest (None: it holds them all).
+    busy_hosts: int | None = None
+    busy_median: float | None = None
     #: Per problem kind, the jobs with a card of that kind in the whole fleet (the server's
     #: count); None: count them from `problems`.
     kind_jobs: dict[str, int] | None = None

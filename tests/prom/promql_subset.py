@@ -4,7 +4,8 @@ series: what the synthetic servers (tests and ``benchmarks/bench_fleet_scale.py`
 Forms: vector selectors with ``=``, ``!=``, ``=~``, ``!~`` matchers (a metric name or
 ``__name__`` matchers); ``irate``/``rate``/``last_over_time`` of a range selector; ``== N``
 (a filter, the metric name kept); ``and``/``unless`` with ``on (...)`` or on every label but
-the name; ``or``; ``count``/``avg``/``sum``/``max`` with ``by (...)``; ``topk(N, ...)``;
+the name; ``or``; ``count``/``avg``/``sum``/``max`` with ``by (...)``; ``topk``/``bottomk(N, ...)``,
+``quantile(q, ...)``;
 ``+``, ``-``, ``*`` of numbers and vectors (vector with vector: ``on (...)``, one-to-one or
 ``group_left (...)``); parentheses. Precedence as PromQL's (``*`` over ``+ -`` over ``==``
 over ``and``/``unless`` over ``or``, left to right). Anything else raises `Unsupported`.
@@ -374,19 +375,31 @@ class _Parser:
             return float(self.take()[1])
         return self.primary()
 
-    def topk(self) -> list[Element]:
-        self.take("topk")
+    def ranked(self) -> list[Element]:
+        """``topk``/``bottomk(N, v)`` (the labels kept), ``quantile(q, v)`` (Prometheus's
+        linear interpolation between the closest ranks)."""
+        op = self.take()[1]
         self.take("(")
-        n = int(float(self.take()[1]))
+        number = float(self.take()[1])
         self.take(",")
         inner = self.expr()
         self.take(")")
-        return sorted(inner, key=lambda e: -e[1])[:n]
+        if op == "quantile":
+            values = sorted(v for _, v in inner)
+            if not values:
+                return []
+            rank = number * (len(values) - 1)
+            low = max(0, min(len(values) - 1, int(rank)))
+            high = min(len(values) - 1, low + 1)
+            weight = rank - low
+            return [({}, values[low] * (1 - weight) + values[high] * weight)]
+        sign = -1 if op == "topk" else 1
+        return sorted(inner, key=lambda e: sign * e[1])[:int(number)]
 
     def primary(self) -> list[Element]:
         token = self.peek()
-        if token == ("ident", "topk"):
-            return self.topk()
+        if token in (("ident", "topk"), ("ident", "bottomk"), ("ident", "quantile")):
+            return self.ranked()
         if token == ("op", "("):
             self.take()
             inner = self.expr()

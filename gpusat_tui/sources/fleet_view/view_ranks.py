@@ -4,8 +4,9 @@ cost with the rows on screen rather than with the problems in the fleet. Pure (n
 The list is worst first: problem jobs, then problem hosts (cards no job is known on), each by
 its worst kind and then by its waste (the sum of ``1 - utilisation`` of its problem cards).
 Prometheus computes that score per group (the worst kind as a tier, ``1e5`` apart, plus the
-waste) and returns the first ``topk`` jobs and hosts (`ranks_query`); only their problem cards,
-jobs and hosts' busy means are then asked for (`group_queries`). Scrolling asks for more
+waste) and returns the first ``topk`` jobs and hosts (`ranks_query`); only the cards and jobs
+of the first of them in the list's order (jobs before hosts) are then asked for
+(`group_queries`), and the down hosts where the page reaches them. Scrolling asks for more
 groups (`ViewRequest.groups`), a page at a time: ``topk`` of the larger number, so the groups
 already shown keep their places. A card without a utilisation series counts whole, as the
 list does; a down card (its exporter gone) is not ranked here (the ``down`` query lists them:
@@ -21,11 +22,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpusat_tui.sources.fleet_view.view_request import ViewRequest
 
-__all__ = ["CARD_LABELS", "IMBALANCED", "Ranked", "group_queries", "host_regex",
+__all__ = ["CARD_LABELS", "DOWN_WINDOW", "IMBALANCED", "Ranked", "group_queries", "host_regex",
            "problem_cards", "ranks_query", "read_ranks"]
 
 _HEALTHY = "saturated|idle"
@@ -41,11 +43,24 @@ _TIERS = (
     ('kind="unknown"', 1),
 )
 _TIER = 100000
+#: The tier of a down host (after starving, before unknown), where the list places it.
+_DOWN_TIER = 2
+#: How long a gone host stays in the view, marked down (then Prometheus forgets it here too).
+DOWN_WINDOW = "10m"
 IMBALANCED = 'kind="imbalanced"'
 #: The labels that name a card: what the problem cards' answers keep of their series' labels
 #: (a card's name, UUID and scrape job would double the answer).
 CARD_LABELS = "host, instance, vendor, index, card"
-Ranked = tuple[list[str], list[tuple[str, str]]]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The ranks answer: job keys and (host, instance) pairs, each best first, and how many
+    of the hosts rank above a down host (the room left on the page for down hosts)."""
+
+    jobs: list[str] = field(default_factory=list)
+    hosts: list[tuple[str, str]] = field(default_factory=list)
+    above_down: int = 0
 
 
 def host_regex(pattern: str) -> str:
@@ -135,7 +150,7 @@ def ranks_query(request: ViewRequest, m: Sequence[str]) -> str | None:
 
 
 def read_ranks(data: Mapping[str, Any] | None) -> Ranked:
-    """The ranks answer as (job keys, (host, instance) pairs), each best first."""
+    """The ranks answer (`Ranked`)."""
     jobs: list[tuple[float, str]] = []
     hosts: list[tuple[float, tuple[str, str]]] = []
     for series in (data or {}).get("result", []) or []:
@@ -151,7 +166,8 @@ def read_ranks(data: Mapping[str, Any] | None) -> Ranked:
             hosts.append((value, (str(labels.get("host") or ""), str(labels["instance"]))))
     jobs.sort(key=lambda e: (-e[0], e[1]))
     hosts.sort(key=lambda e: (-e[0], e[1]))
-    return [k for _, k in jobs], [h for _, h in hosts]
+    above = sum(1 for score, _ in hosts if score >= (_DOWN_TIER + 1) * _TIER)
+    return Ranked([k for _, k in jobs], [h for _, h in hosts], above)
 
 
 def _alternatives(values: Sequence[str]) -> str:
@@ -161,12 +177,28 @@ def _alternatives(values: Sequence[str]) -> str:
 def group_queries(
     ranked: Ranked, request: ViewRequest, m: Sequence[str]
 ) -> dict[str, str]:
-    """The ``problems``, ``jobs`` and ``busy`` queries (`view_queries` module docstring) for
-    the ranked groups only: their problem cards and utilisation, their jobs' info and card
-    counts, the busy means of their jobs' hosts. Empty where nothing is ranked."""
+    """The ``problems``, ``jobs`` and ``down`` queries (`view_queries` module docstring) for
+    the page's groups only (the first `ViewRequest.groups` of the list's order: the ranked
+    jobs, then the ranked hosts): their problem cards and utilisation, their jobs' info and
+    card counts, and as many down hosts as the page has room for after the live problem
+    groups ranked above them."""
     problem = problem_cards(request, m)
-    job_keys, hosts = ranked
+    # The page: the first groups in the list's order, jobs before hosts.
+    page = max(1, request.groups)
+    job_keys = ranked.jobs[:page]
+    hosts = ranked.hosts[:page - len(job_keys)]
     parts = []
+    queries: dict[str, str] = {}
+    room = page - len(job_keys) - ranked.above_down
+    if room > 0 and (not request.kind or "down".startswith(request.kind)):
+        last_poll = f"{_LAST_POLL}{_braces(m)}"
+        gone = (f"topk({room}, last_over_time({last_poll}[{DOWN_WINDOW}]) unless on (instance)"
+                f" {last_poll})")
+        queries["down"] = (
+            f"max by ({CARD_LABELS}, kind) (last_over_time(gpusat_card_verdict{_braces(m)}"
+            f"[{DOWN_WINDOW}]) == 1 unless on (instance) {last_poll} and on (instance) {gone})"
+            f" or {gone}"
+        )
     if problem is not None and job_keys:
         parts.append(f"({problem}) and on (instance, card) "
                      f"{_CARD_JOB}{_braces([*m, f'job_key=~{_alternatives(job_keys)}'])}")
@@ -174,7 +206,6 @@ def group_queries(
         instances = _alternatives([i for _, i in hosts])
         parts.append(f"({problem}) unless on (instance, card) {_CARD_JOB}{_braces(m)} "
                      f"and on (instance) {_LAST_POLL}{_braces([*m, f'instance=~{instances}'])}")
-    queries: dict[str, str] = {}
     imbalanced = f"gpusat_job_verdict{_braces([*m, IMBALANCED])} == 1"
     if not parts:
         queries["problems"] = imbalanced
@@ -190,12 +221,4 @@ def group_queries(
         f"{links} or gpusat_job_info{_braces(m)} and on (instance, job_key) ({links})"
         f" or count by (job_key) ({_CARD_JOB}{_braces(m)} and on (job_key) ({links}))"
     )
-    if job_keys:
-        on_screen = f"{_CARD_JOB}{_braces([*m, f'job_key=~{_alternatives(job_keys)}'])}"
-        queries["busy"] = (
-            f"avg by (host, instance) (irate(gpusat_card_busy_seconds_total{_braces(m)}[5m]))"
-            f" and on (instance) (gpusat_card_verdict"
-            f'{_braces([*m, "kind!~" + json.dumps("idle|unknown")])} == 1)'
-            f" and on (instance) {on_screen}"
-        )
     return queries

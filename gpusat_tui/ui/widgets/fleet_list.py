@@ -36,7 +36,6 @@ from gpusat_tui.model import (
     VerdictKind,
     is_vendor,
 )
-from gpusat_tui.sources.fleet_view.view_request import GROUP_PAGE
 from gpusat_tui.text import clean
 from gpusat_tui.ui.fleet_state import FleetState
 from gpusat_tui.ui.widgets.cards import CachedStatic, CardList, card_row
@@ -233,11 +232,11 @@ class FleetList(CardList):
             self.state.show([*(ids[i] for i in window), *([selected] if selected else [])])
             view = self.state.view
             if view is not None and window:
-                # The groups down to the window's last row and half a page more: scrolling
-                # down asks the server for the next page of groups by rank.
+                # The groups down to the window's last row and one more: scrolling near the
+                # end of a page asks the server for the next page of groups by rank.
                 last = window[-1]
                 shown = ordinals[last] if last < len(ordinals) else len(self.triage.groups)
-                view.reach(shown + 1 + GROUP_PAGE // 2)
+                view.reach(shown + 2)
 
 
 class FleetSearch(ModalScreen[str | None]):

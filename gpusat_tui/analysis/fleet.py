@@ -271,7 +271,9 @@ class FleetTracker:
 
     def _fleet_job(self, summary: FleetSummary) -> Verdict:
         """The job verdict from a fleet summary: the lagging host by the server's per-host
-        busy means, else the worst problem kind the cards have, else saturated or idle."""
+        busy means (where the server sent only the least busy hosts and the busiest, the count
+        and median of them all come with them), else the worst problem kind the cards have,
+        else saturated or idle."""
         if not summary.cards:
             return Verdict(kind="unknown", why=["no host reports any card"],
                            advice=["Check the status line for what the server answered"])

@@ -2,8 +2,8 @@
 then the ranked groups' cards.
 
 The summary's queries (`view_queries`) and the figures of the rows the list told (`FleetView`)
-go out together, each in its own daemon thread; the ranked groups' problem cards, jobs and
-busy means (`view_ranks.group_queries`) follow once ``ranks`` has named the groups. Only the
+go out together, each in its own daemon thread; the page's problem cards, jobs and gone hosts
+(`view_ranks.group_queries`) follow once ``ranks`` has named the groups. Only the
 first refresh, which knows no row's place yet, asks for the rows after that (the worst first:
 the rows the list opens on).
 The Frame holds the rows' cards and the `FleetSummary`; a failed query is said (a ``prometheus``

@@ -9,8 +9,9 @@ of the first of them in the list's order (jobs before hosts) are then asked for
 (`group_queries`), and the down hosts where the page reaches them. Scrolling asks for more
 groups (`ViewRequest.groups`), a page at a time: ``topk`` of the larger number, so the groups
 already shown keep their places. A card without a utilisation series counts whole, as the
-list does; a down card (its exporter gone) is not ranked here (the ``down`` query lists them:
-a few hosts' cards).
+list does (a group of over 100,000 problem cards would reach the next tier). A down card
+(its exporter gone) is not ranked here: ``down`` lists the gone hosts (most recently gone
+first) as far as the page has room after the live problem groups, ``down_counts`` counts them.
 
 The filter becomes matchers (`problem_cards`): ``host:`` a ``host=~`` regex, ``kind:`` a
 ``kind=~`` prefix, ``job:``/``user:`` the cards of the jobs whose info series match, a bare

@@ -23,7 +23,7 @@ Figures, per size:
 2. The dashboard (``gpusat-tui --prometheus URL``, default interval 1 s) in a detached tmux
    pane of 160x50: the time to the first screen with the summary and a problem row (``▾``)
    on it; then over ``--seconds``: its CPU (all its threads, scheduler's count) as % of a core
-   and per refresh, refreshes per second (the view's ``count by (kind)`` queries, or check's
+   and per refresh, refreshes per second (the view's ``counts`` queries, or check's
    full ones, the server answered), bytes of every instant answer per refresh, RSS every 10 s.
 """
 
@@ -55,6 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gpusat_tui.sources.fleet_view.view_queries import view_queries  # noqa: E402
+from gpusat_tui.sources.fleet_view.view_ranks import group_queries, read_ranks  # noqa: E402
 from gpusat_tui.sources.fleet_view.view_request import ViewRequest  # noqa: E402
 from tests.prom.promql_subset import Store, Unsupported  # noqa: E402 (the repo on the path)
 from tests.prom.synthetic_fleet import Host, host_samples, series_of  # noqa: E402
@@ -124,8 +125,15 @@ def serve(hosts: int, port: Any, counters: Any, ready: Any) -> None:
         store.add(series_of(gone, samples))
     gc.collect()
     gc.freeze()  # 150,000 series: no collection walks them again
-    for query in view_queries(ViewRequest()).values():  # Prometheus answers them in ms
-        store.answer(query, started, remember=True)
+    first = view_queries(ViewRequest())
+    # Prometheus answers them in ms: evaluated here before and after the hosts go, not while
+    # the dashboard waits (4-5 s of Python at 1000 hosts each time).
+    for at in (started, started + DOWN_AFTER_S + 1):
+        for query in first.values():
+            store.answer(query, at, remember=True)
+        ranked = read_ranks(store.answer(first["ranks"], at, remember=True))
+        for query in group_queries(ranked, ViewRequest(), []).values():
+            store.answer(query, at, remember=True)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -160,7 +168,8 @@ def serve(hosts: int, port: Any, counters: Any, ready: Any) -> None:
                                                   remember=not query.startswith("{"))
                     except Unsupported:
                         body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
-                self.count(body, refresh=query.startswith("count by (kind)"))
+                self.count(body, refresh=query.startswith(
+                    "count by (kind) (gpusat_card_verdict"))
             else:
                 body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
             self.send_response(200)

@@ -523,7 +523,8 @@ class FleetItem(_Model):
 
 class FleetSummary(_Model):
     """What a fleet Frame says of the whole fleet when its cards are only the rows on screen
-    (`Frame.fleet`): counts from the server's aggregation and every problem card.
+    (`Frame.fleet`): counts from the server's aggregation and the problem cards of the groups
+    the list can show (the worst, ranked on the server), or every problem card.
 
     Additive: absent (None) in recordings made before it and on every single-host Frame.
     """
@@ -534,7 +535,8 @@ class FleetSummary(_Model):
     kinds: dict[str, int] = Field(default_factory=dict)
     #: Hosts whose exporter is gone.
     down_hosts: int = 0
-    #: Every card that is not saturated or idle, worst placed by the list.
+    #: The cards that are not saturated or idle of the groups asked for, worst placed by the
+    #: list.
     problems: list[FleetItem] = Field(default_factory=list)
     #: Healthy cards (saturated or idle) that pass the view's host/kind matchers.
     healthy: int = 0
@@ -542,8 +544,16 @@ class FleetSummary(_Model):
     healthy_ids: list[str] = Field(default_factory=list)
     #: Cards of each problem job (`JobContext.key`), on every host.
     job_cards: dict[str, int] = Field(default_factory=dict)
-    #: Hosts' mean busy share (0..1) between their last two scrapes, for the straggler.
+    #: Hosts' mean busy share (0..1) between their last two scrapes, for the straggler: every
+    #: busy host's, or (`busy_hosts` set) the lowest few and the highest.
     host_busy: dict[str, float] = Field(default_factory=dict)
+    #: How many busy hosts there are, and their median busy share, where `host_busy` holds
+    #: only the lowest few and the highest (None: it holds them all).
+    busy_hosts: int | None = None
+    busy_median: float | None = None
+    #: Per problem kind, the jobs with a card of that kind in the whole fleet (the server's
+    #: count); None: count them from `problems`.
+    kind_jobs: dict[str, int] | None = None
 
 
 class Frame(_Model):

@@ -271,7 +271,9 @@ class FleetTracker:
 
     def _fleet_job(self, summary: FleetSummary) -> Verdict:
         """The job verdict from a fleet summary: the lagging host by the server's per-host
-        busy means, else the worst problem kind the cards have, else saturated or idle."""
+        busy means (where the server sent only the least busy hosts and the busiest, the count
+        and median of them all come with them), else the worst problem kind the cards have,
+        else saturated or idle."""
         if not summary.cards:
             return Verdict(kind="unknown", why=["no host reports any card"],
                            advice=["Check the status line for what the server answered"])
@@ -280,10 +282,17 @@ class FleetTracker:
         if lag is not None:
             lagging, other = lag
             names = _names([f"{h} at {_p(100.0 * summary.host_busy[h])}" for h in lagging])
+            hosts = len(summary.host_busy)
+            if summary.busy_hosts is not None:  # the server sent the lowest few and the top
+                hosts = max(hosts, summary.busy_hosts)
+                if summary.busy_median is not None:
+                    other = 100.0 * summary.busy_median
+                if len(lagging) >= len(summary.host_busy) - 1 < hosts - 1:
+                    names += " (the lowest asked; more may lag)"
             return Verdict(
                 kind="imbalanced", cause="straggler",
                 why=[f"lagging host: {names} while the other "
-                     f"{len(summary.host_busy) - len(lagging)} hosts run at {_p(other)} (mean "
+                     f"{hosts - len(lagging)} hosts run at {_p(other)} (mean "
                      "utilisation between the last two scrapes, from the counters): every "
                      "step of a multi-node job waits for the slowest node",
                      "all hosts the view matches are taken as one job (scope with --match)"],

@@ -192,7 +192,8 @@ def triage(
     groups = _groups(members, group_cards, {job.key: job for job in jobs})
     down = sum(1 for host in host_cards if not host_live.get(host))
     return Triage(
-        summary=_summary(len(host_cards), len(cards), by_kind, kind_jobs, down),
+        summary=_summary(len(host_cards), len(cards), by_kind,
+                         {kind: len(keys) for kind, keys in kind_jobs.items()}, down),
         groups=tuple(groups), healthy=tuple(healthy), matched=matched, filter=flt,
         healthy_count=len(healthy),
     )
@@ -221,7 +222,8 @@ def summary_triage(
     flt: FleetFilter = FleetFilter(),  # frozen: one shared default is safe
 ) -> Triage:
     """`triage` of a fleet whose problem cards and counts the server gave (`FleetSummary`):
-    the same order, summary and filter, in one pass over the problem cards.
+    the same order, summary and filter, in one pass over the problem cards (where the server
+    ranked the groups, only those it ranked first; the counts are still the whole fleet's).
 
     The filter applies to the problem cards here; the healthy ones are counted (or, unfolded,
     listed) by the server already narrowed by the filter's ``host:`` and ``kind:``. A ``job:``,
@@ -250,19 +252,23 @@ def summary_triage(
             summary.job_cards.get(key, 0) if is_job else host_cards.get(key, 0)
         )
     by_kind = dict(summary.kinds)
+    jobs_of_kind: Mapping[str, int] = (
+        summary.kind_jobs if summary.kind_jobs is not None
+        else {kind: len(keys) for kind, keys in kind_jobs.items()})
     word_filter = bool(flt.job or flt.user or flt.words) or bool(
         flt.kind and not any(kind.startswith(flt.kind) for kind in HEALTHY))
     healthy = 0 if word_filter else summary.healthy
     ids = () if word_filter else tuple(summary.healthy_ids)
     return Triage(
-        summary=_summary(summary.hosts, summary.cards, by_kind, kind_jobs, summary.down_hosts),
+        summary=_summary(summary.hosts, summary.cards, by_kind, jobs_of_kind,
+                         summary.down_hosts),
         groups=tuple(_groups(members, group_cards, job_by_key)), healthy=ids,
         matched=matched + healthy, filter=flt, healthy_count=healthy,
     )
 
 
 def _summary(
-    hosts: int, cards: int, by_kind: Mapping[str, int], kind_jobs: Mapping[str, set[str]],
+    hosts: int, cards: int, by_kind: Mapping[str, int], kind_jobs: Mapping[str, int],
     down: int,
 ) -> str:
     head = f"{_plural(hosts, 'host')} · {_plural(cards, 'card')}"
@@ -273,7 +279,7 @@ def _summary(
         n = by_kind.get(kind, 0)
         if not n:
             continue
-        in_jobs = len(kind_jobs.get(kind, ()))
+        in_jobs = kind_jobs.get(kind, 0)
         if kind == "imbalanced" and in_jobs:
             parts.append(f"{_plural(in_jobs, 'imbalanced job')}")
         elif kind == DOWN:

@@ -29,3 +29,21 @@ def test_only_the_cards_in_focus_get_their_reasons() -> None:
     assert (focused.job.kind, focused.job.cause) == (full.job.kind, full.job.cause)
     assert tracker.explain("h7/nvidia:5") == full.cards["h7/nvidia:5"]
     assert tracker.explain("h49/nvidia:7") == full.cards["h49/nvidia:7"]  # the stale one
+
+
+def test_the_straggler_from_the_least_busy_hosts_counts_the_whole_fleet() -> None:
+    """The server sent the 16 least busy hosts and the busiest, with how many busy hosts
+    there are and their median: the job line counts them all and says more may lag."""
+    from gpusat_tui.model import FleetSummary
+
+    busy = {f"h{h:03d}": 0.30 for h in range(16)} | {"h999": 0.97}
+    summary = FleetSummary(hosts=1000, cards=8000, kinds={"saturated": 7872, "starving": 128},
+                           host_busy=busy, busy_hosts=1000, busy_median=0.96)
+    tracker = FleetTracker(lambda: {}, lambda: {})
+    job = tracker.push(Frame(t=1.0, fleet=summary)).job
+    assert (job.kind, job.cause) == ("imbalanced", "straggler")
+    assert "(the lowest asked; more may lag) while the other 984 hosts run at 96" in job.why[0]
+    # All of them sent: no such words, the others counted from what came.
+    whole = summary.model_copy(update={"busy_hosts": None, "busy_median": None})
+    job = tracker.push(Frame(t=2.0, fleet=whole)).job
+    assert "more may lag" not in job.why[0] and "the other 1 hosts" in job.why[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -290,13 +290,24 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
         rows_query,
         view_queries,
     )
+    from gpusat_tui.sources.fleet_view.view_ranks import group_queries, read_ranks
     from gpusat_tui.sources.fleet_view.view_request import ViewRequest
 
     requests = [ViewRequest(), ViewRequest(host="node-*"),
-                ViewRequest(host="?ode-b", kind="sat"), ViewRequest(unfolded=True)]
+                ViewRequest(host="?ode-b", kind="sat"), ViewRequest(unfolded=True),
+                ViewRequest(kind="star", job="42", user="alice", words=("node", "b"), groups=1)]
     queries: dict[str, str] = {}
     for n, request in enumerate(requests):
         for name, promql in view_queries(request, ['job="gpusat"']).items():
+            queries[f"{name}/{n}"] = promql
+        # The ranked groups' queries for the groups the real server ranks, and a job (these
+        # hosts run none: the job forms are checked on empty answers only).
+        ranks = read_ranks({"result": fleet.prom.query(queries[f"ranks/{n}"])}
+                           if f"ranks/{n}" in queries else None)
+        if n == 0:
+            assert [h for h, _ in ranks.hosts] == ["node-b"] and not ranks.jobs
+        ranked = replace(ranks, jobs=["slurm:42", "plain:x|y", *ranks.jobs])
+        for name, promql in group_queries(ranked, request, ['job="gpusat"']).items():
             queries[f"{name}/{n}"] = promql
     places = {f"{h}/nvidia:{i}": Place("host", h, f"nvidia:{i}") for h in ("node-a", "node-b")
               for i in range(CARDS)}
@@ -309,7 +320,10 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
         mismatched = []
         for name, promql in queries.items():
             real, ours = _answers(fleet.prom, store, promql)
-            values_differ = name.split("/")[0] in ("counts", "jobs", "healthy") and real != ours
+            values_differ = name.split("/")[0] in (
+                "counts", "jobs", "healthy", "job_kinds") and real != ours
+            if name.startswith("ranks/") and set(real) == set(ours):  # sums: float order
+                values_differ = any(abs(real[k] - ours[k]) > 1e-9 for k in real)
             if set(real) != set(ours) or values_differ:
                 mismatched.append((name, promql, real, ours))
         if not mismatched:
@@ -331,3 +345,5 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
     assert view.summary.hosts == len(HOSTS)
     busy = view.summary.host_busy
     assert busy["node-b"] < 0.7 < busy["node-a"]
+    assert view.summary.busy_hosts == len(busy)
+    assert view.summary.busy_median is not None and view.summary.busy_median > 0.7

@@ -4,9 +4,11 @@ series: what the synthetic servers (tests and ``benchmarks/bench_fleet_scale.py`
 Forms: vector selectors with ``=``, ``!=``, ``=~``, ``!~`` matchers (a metric name or
 ``__name__`` matchers); ``irate``/``rate``/``last_over_time`` of a range selector; ``== N``
 (a filter, the metric name kept); ``and``/``unless`` with ``on (...)`` or on every label but
-the name; ``or``; ``count``/``avg``/``sum``/``max`` with ``by (...)``; parentheses. Precedence
-as PromQL's (``==`` over ``and``/``unless`` over ``or``, left to right). Anything else raises
-`Unsupported`.
+the name; ``or``; ``count``/``avg``/``sum``/``max`` with ``by (...)``; ``topk``/``bottomk(N, ...)``,
+``quantile(q, ...)``;
+``+``, ``-``, ``*`` of numbers and vectors (vector with vector: ``on (...)``, one-to-one or
+``group_left (...)``); parentheses. Precedence as PromQL's (``*`` over ``+ -`` over ``==``
+over ``and``/``unless`` over ``or``, left to right). Anything else raises `Unsupported`.
 
 It is no TSDB: a series holds its value now, the time it went away (None while it is there)
 and, for a counter, the rate its ``irate`` gives. ``last_over_time(x[r])`` is the series
@@ -49,7 +51,7 @@ _TOKEN = re.compile(r"""
     \s*(?:
       (?P<num>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
     | (?P<str>"(?:[^"\\]|\\.)*")
-    | (?P<op>==|!=|=~|!~|=|[(){},\[\]])
+    | (?P<op>==|!=|=~|!~|=|[(){},\[\]+*-])
     | (?P<ident>[A-Za-z_:][A-Za-z0-9_:]*)
     )""", re.VERBOSE)
 
@@ -224,6 +226,50 @@ class Store:
         return out
 
 
+def _vector(value: list[Element] | float) -> list[Element]:
+    if isinstance(value, float):
+        raise Unsupported("a number where a vector is wanted")
+    return value
+
+
+def _apply(op: str, a: float, b: float) -> float:
+    return a + b if op == "+" else a - b if op == "-" else a * b
+
+
+def _unnamed(labels: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if k != "__name__"}
+
+
+def _arithmetic(
+    op: str, left: list[Element] | float, right: list[Element] | float,
+    on: tuple[str, ...] | None, group: tuple[str, ...] | None,
+) -> list[Element] | float:
+    """``left op right`` as Prometheus: the metric name dropped; vector with vector matched
+    on ``on`` (else every label), one-to-one keeping only the ``on`` labels, ``group_left``
+    keeping the left's labels and the listed ones of the right."""
+    if isinstance(left, float) and isinstance(right, float):
+        return _apply(op, left, right)
+    if isinstance(right, float):
+        return [(_unnamed(labels), _apply(op, value, right)) for labels, value in left]
+    if isinstance(left, float):
+        return [(_unnamed(labels), _apply(op, left, value)) for labels, value in right]
+    index = {_signature(labels, on): (labels, value) for labels, value in right}
+    out: list[Element] = []
+    for labels, value in left:
+        match = index.get(_signature(labels, on))
+        if match is None:
+            continue
+        if group is not None:
+            result = _unnamed(labels)
+            result.update({k: match[0][k] for k in group if match[0].get(k)})
+        elif on is not None:
+            result = {k: labels[k] for k in on if labels.get(k)}
+        else:
+            result = _unnamed(labels)
+        out.append((result, _apply(op, value, match[1])))
+    return out
+
+
 def _signature(labels: Mapping[str, str], on: tuple[str, ...] | None) -> tuple[Any, ...]:
     if on is None:
         return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
@@ -286,7 +332,7 @@ class _Parser:
 
     def cmp_expr(self) -> list[Element]:
         start = self.pos
-        value = self.primary()
+        value = _vector(self.add_expr())
         if self.peek() == ("op", "=="):
             self.take()
             number = float(self.take()[1])
@@ -295,8 +341,65 @@ class _Parser:
         self.store._cache.setdefault(key, value)
         return self.store._cache[key]
 
+    def add_expr(self) -> list[Element] | float:
+        left = self.mul_expr()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            op = self.take()[1]
+            matching = self._matching()
+            left = _arithmetic(op, left, self.mul_expr(), *matching)
+        return left
+
+    def mul_expr(self) -> list[Element] | float:
+        left = self.unary()
+        while self.peek() == ("op", "*"):
+            self.take()
+            matching = self._matching()
+            left = _arithmetic("*", left, self.unary(), *matching)
+        return left
+
+    def _matching(self) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+        """``on (...)`` and ``group_left (...)`` after an arithmetic operator."""
+        on: tuple[str, ...] | None = None
+        group: tuple[str, ...] | None = None
+        if self.peek() == ("ident", "on"):
+            self.take()
+            on = self._labels()
+        if self.peek() == ("ident", "group_left"):
+            self.take()
+            group = self._labels() if self.peek() == ("op", "(") else ()
+        return on, group
+
+    def unary(self) -> list[Element] | float:
+        token = self.peek()
+        if token is not None and token[0] == "num":
+            return float(self.take()[1])
+        return self.primary()
+
+    def ranked(self) -> list[Element]:
+        """``topk``/``bottomk(N, v)`` (the labels kept), ``quantile(q, v)`` (Prometheus's
+        linear interpolation between the closest ranks)."""
+        op = self.take()[1]
+        self.take("(")
+        number = float(self.take()[1])
+        self.take(",")
+        inner = self.expr()
+        self.take(")")
+        if op == "quantile":
+            values = sorted(v for _, v in inner)
+            if not values:
+                return []
+            rank = number * (len(values) - 1)
+            low = max(0, min(len(values) - 1, int(rank)))
+            high = min(len(values) - 1, low + 1)
+            weight = rank - low
+            return [({}, values[low] * (1 - weight) + values[high] * weight)]
+        sign = -1 if op == "topk" else 1
+        return sorted(inner, key=lambda e: sign * e[1])[:int(number)]
+
     def primary(self) -> list[Element]:
         token = self.peek()
+        if token in (("ident", "topk"), ("ident", "bottomk"), ("ident", "quantile")):
+            return self.ranked()
         if token == ("op", "("):
             self.take()
             inner = self.expr()

@@ -12,6 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpusat_tui.sources.fleet_view.view_queries import view_queries
+from gpusat_tui.sources.fleet_view.view_ranks import group_queries, read_ranks
+from gpusat_tui.sources.fleet_view.view_request import ViewRequest
 from tests.prom.promql_subset import Series, Store
 
 __all__ = ["Host", "StoreAPI", "fleet_store", "host_samples"]
@@ -110,3 +113,15 @@ class StoreAPI:
         data = self.store.answer(query, self.clock())
         self.bytes += len(repr(data))
         return data
+
+
+def view_answers(
+    store: Store, request: ViewRequest, now: float, matchers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A refresh's answers as the view asks them: the summary's queries, then the ranked
+    groups' (`view_poll`'s two rounds, less the rows)."""
+    answers = {name: store.answer(q, now) for name, q in view_queries(request, matchers).items()}
+    ranked = read_ranks(answers.get("ranks"))
+    answers.update({name: store.answer(q, now)
+                    for name, q in group_queries(ranked, request, matchers).items()})
+    return answers

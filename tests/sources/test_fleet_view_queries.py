@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from gpusat_tui.sources.fleet_view.view_queries import read_view, rows_query, view_queries
+from gpusat_tui.sources.fleet_view.view_queries import read_view, rows_query
 from gpusat_tui.sources.fleet_view.view_request import ViewRequest
-from tests.prom.synthetic_fleet import Host, fleet_store
+from tests.prom.synthetic_fleet import Host, fleet_store, view_answers
 
 
 def test_the_job_join_on_a_fleet_of_many_jobs() -> None:
@@ -24,8 +24,7 @@ def test_the_job_join_on_a_fleet_of_many_jobs() -> None:
                           cause="input" if starving else None, user=f"u{block}"))
     store = fleet_store(hosts)
     now = time.time()
-    queries = view_queries(ViewRequest())
-    view = read_view({name: store.answer(q, now) for name, q in queries.items()}, now)
+    view = read_view(view_answers(store, ViewRequest(groups=100), now), now)
     problems = {item.id: item for item in view.summary.problems}
     assert len(problems) == 24 * 2
     for h in range(120):
@@ -44,7 +43,10 @@ def test_the_job_join_on_a_fleet_of_many_jobs() -> None:
     assert users["slurm:9003"] == "u3"
     assert view.summary.kinds == {"saturated": 192, "starving": 48}
     assert view.summary.hosts == 120
-    assert view.summary.host_busy["n002"] == 0.30
+    # The straggler's figures: the 16 lowest busy hosts and the highest, and how many in all.
+    assert sorted(view.summary.host_busy.values()) == [0.30] * 16 + [0.97]
+    assert view.summary.busy_hosts == 120
+    assert view.summary.busy_median == 0.97
 
 
 def test_rows_query_asks_for_the_rows_cards_only() -> None:
@@ -52,8 +54,7 @@ def test_rows_query_asks_for_the_rows_cards_only() -> None:
     store = fleet_store(hosts)
     now = time.time()
     # Where the cards are comes from an answer (here the unfolded healthy list).
-    view = read_view({name: store.answer(q, now) for name, q in view_queries(
-        ViewRequest(unfolded=True)).items()}, now)
+    view = read_view(view_answers(store, ViewRequest(unfolded=True), now), now)
     assert len(view.summary.healthy_ids) == 12
     query = rows_query(["n0/nvidia:1", "n2/nvidia:3", "n2/nvidia:0", "nowhere/nvidia:0"],
                        view.places)

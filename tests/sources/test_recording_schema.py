@@ -25,7 +25,7 @@ RECORDING_V1_FIELDS = {
     },
     model.FleetSummary: {
         "hosts", "cards", "kinds", "down_hosts", "problems", "healthy", "healthy_ids",
-        "job_cards", "host_busy",
+        "job_cards", "host_busy", "kind_jobs", "busy_hosts", "busy_median",
     },
     model.FleetItem: {"id", "host", "kind", "cause", "job", "util_pct"},
     model.JobContext: {

@@ -12,7 +12,7 @@ from gpusat_tui.analysis.fleet import FleetTracker
 from gpusat_tui.sources.fleet_view.fleet import FleetSource
 from gpusat_tui.sources.fleet_view.fleet_answers import instant_query
 from gpusat_tui.sources.fleet_view.prometheus_api import FleetError
-from gpusat_tui.sources.fleet_view.view_request import FleetView
+from gpusat_tui.sources.fleet_view.view_request import GROUP_PAGE, FleetView
 from gpusat_tui.ui.app import GpusatApp
 from tests.prom.synthetic_fleet import Host, StoreAPI, fleet_store
 from tests.ui.conftest import screen_text, settle
@@ -211,4 +211,29 @@ async def test_a_cut_history_is_said_on_screen_with_the_summary_queries() -> Non
         await settle(pilot, lambda: "prometheus parse: start-up history: answer cut"
                      in screen_text(app), timeout=20)
         assert app.card_list.fold_id is not None  # the list came all the same
+        await pilot.press("q")
+
+
+async def test_scrolling_down_brings_the_next_page_of_groups_by_rank() -> None:
+    """40 starving one-host jobs, each wasting less than the one before: the list opens on
+    the first page of the worst (the server ranked them; no refresh asked for every problem
+    card), and moving down past it brings the next page, in rank order."""
+    hosts = [Host(f"gpu-{h:02d}", "starving", job_id=str(500 + h), util=5.0 + 2 * h,
+                  cards=CARDS, cause="input") for h in range(40)]
+    api = _api(hosts)
+    app, source = fleet_app(api)
+    page = GROUP_PAGE
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, lambda: len(app.card_list.triage.groups) == page, timeout=20)
+        frame = app.frame
+        assert frame is not None and frame.fleet is not None
+        assert len(frame.fleet.problems) == page * CARDS  # a page's cards, not all 160
+        assert "160 starving in 40 jobs" in screen_text(app)  # the summary counts them all
+        for _ in range(page * (CARDS + 1)):
+            await pilot.press("down")
+        await settle(pilot, lambda: len(app.card_list.triage.groups) > page, timeout=20)
+        assert source.view is not None and source.view.request().groups == 2 * page
+        assert any(q.startswith(f"topk({2 * page},") for q in api.asked)
+        labels = [g.label for g in app.card_list.triage.groups]
+        assert labels == [f"slurm {500 + h} alice" for h in range(2 * page)]
         await pilot.press("q")

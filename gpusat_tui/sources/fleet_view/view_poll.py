@@ -1,8 +1,11 @@
-"""One refresh of the fleet view: the summary queries and the rows on screen, asked at once.
+"""One refresh of the fleet view: the summary queries and the rows on screen, asked at once,
+then the ranked groups' cards.
 
 The summary's queries (`view_queries`) and the figures of the rows the list told (`FleetView`)
-go out together, each in its own daemon thread; only the first refresh, which knows no row's
-place yet, asks for the rows after the summary (the worst first: the rows the list opens on).
+go out together, each in its own daemon thread; the page's problem cards, jobs and gone hosts
+(`view_ranks.group_queries`) follow once ``ranks`` has named the groups. Only the
+first refresh, which knows no row's place yet, asks for the rows after that (the worst first:
+the rows the list opens on).
 The Frame holds the rows' cards and the `FleetSummary`; a failed query is said (a ``prometheus``
 `ToolError` naming it) and the last summary and rows are carried, the rows marked stale.
 Memory: the last summary, the rows' cards and the places of this refresh's cards, all
@@ -30,6 +33,7 @@ from gpusat_tui.sources.fleet_view.view_queries import (
     rows_query,
     view_queries,
 )
+from gpusat_tui.sources.fleet_view.view_ranks import group_queries, read_ranks
 from gpusat_tui.sources.fleet_view.view_request import FleetView
 
 __all__ = ["FIRST_ROWS", "MAX_ROWS", "ViewPoll"]
@@ -41,7 +45,7 @@ FIRST_ROWS = 48
 #: Most rows whose figures one refresh asks for, whatever the list says.
 MAX_ROWS = 256
 #: Queries without which there is no summary: their failure carries the last one.
-_ESSENTIAL = ("counts", "problems")
+_ESSENTIAL = ("counts", "ranks", "problems")
 
 
 class Asker(Protocol):
@@ -110,6 +114,10 @@ class ViewPoll:
         if asked_rows is not None:
             queries = {**queries, "rows": asked_rows}
         got = await self._ask(queries)
+        ranks = got.get("ranks")
+        if not isinstance(ranks, BaseException):
+            got.update(await self._ask(group_queries(read_ranks(ranks), request,
+                                                     source.matchers)))
         errors: list[ToolError] = []
         kinds_said: set[str] = set()
         for name, result in got.items():
@@ -120,7 +128,7 @@ class ViewPoll:
                     errors.append(error)
         now = source.clock()
         answer: ViewAnswer | None = None
-        if not any(isinstance(got[n], BaseException) for n in _ESSENTIAL):
+        if not any(isinstance(got.get(n), BaseException) for n in _ESSENTIAL):
             answer = read_view(
                 {n: r for n, r in got.items() if not isinstance(r, BaseException)}, now
             )

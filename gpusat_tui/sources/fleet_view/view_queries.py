@@ -1,18 +1,27 @@
 """What the fleet view asks Prometheus for on each refresh, and what the answers become: a
 `FleetSummary` of the whole fleet and the figures of the rows on screen. Pure (no I/O).
 
-The server does the counting (``count by``, ``avg by``) and the picking (a verdict series at 1
-with ``kind!~"saturated|idle"`` is a problem card); the answers grow with the problems, the
-jobs they are in and the rows on screen, not with the healthy fleet. What each query is for:
+The server does the counting (``count by``), the picking (a verdict series at 1 with
+``kind!~"saturated|idle"`` is a problem card) and the ranking (`view_ranks`: ``topk`` of the
+problem groups' scores); the answers grow with the groups the list can show and the rows on
+screen, not with the problems in the fleet. What each query is for:
 
 - ``counts``: cards per verdict kind, and the hosts (one number each);
-- ``problems``: every card that is not healthy, with its utilisation (the waste that orders the
-  list), only the labels that name the card kept (``max by``), and the hosts whose exporter
-  saw a card lag within the host;
-- ``down``: the cards and hosts whose series were there in the last `DOWN_WINDOW` and are gone
-  (an exporter stopped, a scrape failing), with the exporter's last poll time;
-- ``jobs``: the problem cards' jobs, their info series and how many cards each has in all;
-- ``busy``: each busy host's mean busy share between its last two scrapes (the straggler);
+- ``job_kinds``: per problem kind, the jobs with a card of that kind (one number each);
+- ``ranks``: the first problem jobs and hosts by severity and waste (`view_ranks`);
+- ``problems`` (asked once ``ranks`` has answered, `view_ranks.group_queries`): the ranked
+  groups' problem cards, with their utilisation, only the labels that name the card kept
+  (``max by``), and the hosts whose exporter saw a card lag within the host;
+- ``down_counts``: the cards (by their last kind) and the hosts whose series were there in the
+  last `DOWN_WINDOW` and are gone (an exporter stopped, a scrape failing);
+- ``down`` (after ``ranks``, only where the page reaches past the live problem hosts, as many
+  as it has room for): those hosts and their cards, with the exporter's last poll time;
+- ``jobs`` (after ``ranks``): the ranked groups' jobs, their info series and how many cards
+  each has in all;
+- ``busy``: the straggler's figures (every host the view matches taken as one job): each busy
+  host's mean busy share between its last two scrapes, for the `LAGGING` lowest and the
+  highest only (a lagging host is far below the leader); ``busy_count`` and ``busy_median``:
+  how many busy hosts there are, and their median;
 - ``healthy``: with a ``host:`` or ``kind:`` filter, the healthy cards it leaves, counted by
   kind; while the healthy row is unfolded, their verdict series (8,000 at 1000 hosts: the one
   answer that grows with the fleet, asked only while the user looks at it);
@@ -42,30 +51,17 @@ from gpusat_tui.sources.fleet_view.fleet_answers import (
     key_id,
 )
 from gpusat_tui.sources.fleet_view.prometheus_api import selector
+from gpusat_tui.sources.fleet_view.view_ranks import DOWN_WINDOW, host_regex, ranks_query
 from gpusat_tui.sources.fleet_view.view_request import ViewRequest
 
-__all__ = ["DOWN_WINDOW", "HEALTHY_KINDS", "ViewAnswer", "host_regex", "read_view",
+__all__ = ["HEALTHY_KINDS", "LAGGING", "ViewAnswer", "read_view",
            "rows_query", "view_queries"]
 
-#: How long a gone host stays in the view, marked down (then Prometheus forgets it here too).
-DOWN_WINDOW = "10m"
 HEALTHY_KINDS = ("saturated", "idle")
+#: Lowest busy hosts asked for: the lagging hosts named, at most.
+LAGGING = 16
 _HEALTHY = "saturated|idle"
 _LAST_POLL = "gpusat_exporter_last_poll_timestamp_seconds"
-_IMBALANCED = 'kind="imbalanced"'
-#: The labels that name a card: what the problem cards' answers keep of their series' labels
-#: (a card's name, UUID and scrape job would double the answer).
-_CARD = "host, instance, vendor, index, card"
-
-
-def host_regex(pattern: str) -> str:
-    """The filter's ``host:`` pattern as an RE2 regex for ``host=~``: a glob (``*``, ``?``)
-    matches the whole host, a plain word any part of it; case-insensitive as the filter is."""
-    if any(c in pattern for c in "*?"):
-        body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    else:
-        body = f".*{re.escape(pattern)}.*"
-    return f"(?i){body}"
 
 
 def _braces(matchers: Sequence[str]) -> str:
@@ -78,35 +74,33 @@ def _healthy_kinds(request: ViewRequest) -> list[str]:
 
 
 def view_queries(request: ViewRequest, matchers: Sequence[str] = ()) -> dict[str, str]:
-    """The refresh's instant queries by name (see the module docstring), less ``rows``."""
+    """The refresh's first instant queries by name (see the module docstring): less ``rows``
+    and the ranked groups' (`view_ranks.group_queries`), which the ``ranks`` answer names."""
     m = list(matchers)
     verdict = f"gpusat_card_verdict{_braces(m)}"
     problem = f'gpusat_card_verdict{_braces([*m, f"kind!~{json.dumps(_HEALTHY)}"])} == 1'
     last_poll = f"{_LAST_POLL}{_braces(m)}"
     queries = {
         "counts": f"count by (kind) ({verdict} == 1) or count(count by (instance) ({last_poll}))",
-        "problems": (
-            f"max by ({_CARD}, kind, cause) ({problem}) or max by ({_CARD}) "
-            f"(gpusat_card_utilization_ratio{_braces(m)} and on (instance, card) ({problem}))"
-            f" or gpusat_job_verdict{_braces([*m, _IMBALANCED])} == 1"
+        "job_kinds": (
+            f"count by (kind) (count by (kind, job_key) (gpusat_card_job_info{_braces(m)}"
+            f" * on (instance, card) group_left (kind) ({problem})))"
         ),
-        "down": (
-            f"last_over_time({verdict}[{DOWN_WINDOW}]) == 1 unless on (instance) {last_poll}"
-            f" or last_over_time({last_poll}[{DOWN_WINDOW}]) unless on (instance) {last_poll}"
-        ),
-        "jobs": (
-            f"gpusat_card_job_info{_braces(m)} and on (instance, card) ({problem})"
-            f" or gpusat_job_info{_braces(m)} and on (instance, job_key) "
-            f"(gpusat_card_job_info{_braces(m)} and on (instance, card) ({problem}))"
-            f" or count by (job_key) (gpusat_card_job_info{_braces(m)} and on (job_key) "
-            f"(gpusat_card_job_info{_braces(m)} and on (instance, card) ({problem})))"
-        ),
-        "busy": (
-            f"avg by (host, instance) (irate(gpusat_card_busy_seconds_total{_braces(m)}[5m]))"
-            f" and on (instance) (gpusat_card_verdict"
-            f'{_braces([*m, "kind!~" + json.dumps("idle|unknown")])} == 1)'
+        "down_counts": (
+            f"count by (kind) (last_over_time({verdict}[{DOWN_WINDOW}]) == 1 unless on "
+            f"(instance) {last_poll}) or count(last_over_time({last_poll}[{DOWN_WINDOW}]) "
+            f"unless on (instance) {last_poll})"
         ),
     }
+    busy = (f"avg by (host, instance) (irate(gpusat_card_busy_seconds_total{_braces(m)}[5m]))"
+            f" and on (instance) (gpusat_card_verdict"
+            f'{_braces([*m, "kind!~" + json.dumps("idle|unknown")])} == 1)')
+    queries["busy"] = f"bottomk({LAGGING}, {busy}) or topk(1, {busy})"
+    queries["busy_count"] = f"count({busy})"
+    queries["busy_median"] = f"quantile(0.5, {busy})"
+    ranks = ranks_query(request, m)
+    if ranks is not None:
+        queries["ranks"] = ranks
     kinds = _healthy_kinds(request)
     if kinds and (request.unfolded or request.host or request.kind):
         narrowed = [*m, f"kind=~{json.dumps('|'.join(kinds))}"]
@@ -197,6 +191,9 @@ def read_view(answers: Mapping[str, Mapping[str, Any] | None], now: float) -> Vi
     out = ViewAnswer(FleetSummary())
     kinds: dict[str, int] = {}
     hosts = 0
+    kind_jobs = {clean_label(labels["kind"]): int(value)
+                 for labels, value in _series(answers.get("job_kinds"))
+                 if value is not None and labels.get("kind")}
     for labels, value in _series(answers.get("counts")):
         if value is None:
             continue
@@ -237,6 +234,15 @@ def read_view(answers: Mapping[str, Mapping[str, Any] | None], now: float) -> Vi
             card_id = key_id(key)
             down_cards[card_id] = (key, clean_label(labels.get("kind") or "unknown"))
             out.places[card_id] = _place(labels)
+    down_counted: dict[str, int] = {}
+    hosts_down = None
+    for labels, value in _series(answers.get("down_counts")):
+        if value is None:
+            continue
+        if labels.get("kind"):
+            down_counted[clean_label(labels["kind"])] = int(value)
+        else:
+            hosts_down = int(value)
     for card_id, (key, last) in down_cards.items():
         out.verdicts[card_id] = RemoteVerdict(last if is_verdict_kind(last) else "unknown")
         out.down[card_id] = (key, max(1.0, down_hosts.get(key[0], 0.0)))
@@ -265,6 +271,10 @@ def read_view(answers: Mapping[str, Mapping[str, Any] | None], now: float) -> Vi
         job_cards[job.key] = sizes.get(job_key, 0)
     host_busy = {host_of(labels): value for labels, value in _series(answers.get("busy"))
                  if value is not None}
+    busy_hosts = next((int(v) for _, v in _series(answers.get("busy_count")) if v is not None),
+                      None)
+    busy_median = next((v for _, v in _series(answers.get("busy_median")) if v is not None),
+                       None)
     healthy_ids: list[str] = []
     healthy = sum(kinds.get(k, 0) for k in HEALTHY_KINDS)
     if "healthy" in answers:
@@ -291,12 +301,19 @@ def read_view(answers: Mapping[str, Mapping[str, Any] | None], now: float) -> Vi
                                   job=job_of.get(card_id), util_pct=util.get(card_id))
         for card_id, (host, kind, cause) in sorted(problems.items())
     ]
-    if down_cards:
-        kinds["down"] = len(down_cards)
+    # The server's counts where it gave them (the list names only the down hosts its page
+    # reaches), else what the answers listed.
+    down_total = sum(down_counted.values()) if "down_counts" in answers else len(down_cards)
+    if hosts_down is None:
+        hosts_down = 0 if "down_counts" in answers else len(down_hosts)
+    if down_total:
+        kinds["down"] = down_total
     out.summary = FleetSummary(
-        hosts=hosts + len(down_hosts), cards=sum(kinds.values()), kinds=kinds,
-        down_hosts=len(down_hosts), problems=items, healthy=healthy,
+        hosts=hosts + hosts_down, cards=sum(kinds.values()), kinds=kinds,
+        down_hosts=hosts_down, problems=items, healthy=healthy,
         healthy_ids=healthy_ids, job_cards=job_cards, host_busy=host_busy,
+        kind_jobs=kind_jobs if "job_kinds" in answers else None,
+        busy_hosts=busy_hosts, busy_median=busy_median,
     )
     out.down_hosts = down_hosts
     out.notes = list(notes)

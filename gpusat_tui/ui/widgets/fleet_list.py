@@ -127,7 +127,8 @@ class FleetList(CardList):
         self.filter = parse_filter(text)
         view = self.state.view if self.state is not None else None
         if view is not None:  # the source narrows the healthy count the same way
-            view.narrow(self.filter.host, self.filter.kind)
+            flt = self.filter
+            view.narrow(flt.host, flt.kind, flt.job, flt.user, flt.words)
 
     def listed_cards(self, frame: Frame, verdicts: dict[str, Verdict]) -> list[CardReading]:
         by_id = {card.id: card for card in frame.cards}
@@ -194,7 +195,9 @@ class FleetList(CardList):
 
         rows: list[Row] = []
         ids: list[str] = []
-        for group in self.triage.groups:
+        #: Row -> the ordinal of its problem group (the healthy rows: one past the last).
+        ordinals: list[int] = []
+        for n, group in enumerate(self.triage.groups):
             members = [by_id[i] for i in group.card_ids if i in by_id]
             if not members:
                 continue
@@ -203,6 +206,7 @@ class FleetList(CardList):
             for card in members:
                 rows.append(card_row(card, verdict_of(card.id), selected))
                 ids.append(card.id)
+            ordinals.extend([n] * (len(members) + 1))
         healthy = self.triage.healthy
         if self.fold_id is not None:
             marker = "▸" if self.fold_id == selected else " "
@@ -226,6 +230,13 @@ class FleetList(CardList):
         if self.state is not None:
             window = self._window(max(self.content_size.height, 1))
             self.state.show([*(ids[i] for i in window), *([selected] if selected else [])])
+            view = self.state.view
+            if view is not None and window:
+                # The groups down to the window's last row and one more: scrolling near the
+                # end of a page asks the server for the next page of groups by rank.
+                last = window[-1]
+                shown = ordinals[last] if last < len(ordinals) else len(self.triage.groups)
+                view.reach(shown + 2)
 
 
 class FleetSearch(ModalScreen[str | None]):

@@ -153,18 +153,10 @@ class FleetSource:
     async def get(
         self, endpoint: str, params: Mapping[str, str], read: Callable[[Any], T]
     ) -> T:
-        """`_get` for the view's poll (`view_poll`)."""
-        return await self._get(endpoint, params, read)
-
-    def request_error(self, exc: Exception) -> ToolError:
-        return self._request_error(exc)
-
-    async def _get(
-        self, endpoint: str, params: Mapping[str, str], read: Callable[[Any], T]
-    ) -> T:
         """``read(data)`` of one request, both in a daemon thread (the answer is parsed off the
-        event loop). The request's deadline bounds the wait; this one is the backstop, should
-        anything else in the thread hang (the thread is then dropped, nothing waits on it)."""
+        event loop); the view's poll (`view_poll`) asks through it too. The request's deadline
+        bounds the wait; this one is the backstop, should anything else in the thread hang
+        (the thread is then dropped, nothing waits on it)."""
         def request() -> T:
             return read(self.api.get(endpoint, params))
 
@@ -172,7 +164,7 @@ class FleetSource:
             in_daemon_thread(request, name="gpusat-prometheus"), self.timeout * 2 + 1.0
         )
 
-    def _request_error(self, exc: Exception, what: str = "") -> ToolError:
+    def request_error(self, exc: Exception, what: str = "") -> ToolError:
         """The `ToolError` a failed request shows: refused, cut, timed out or unreadable,
         never swallowed. ``what`` names the request when it is not the poll's."""
         if isinstance(exc, FleetError):
@@ -197,7 +189,7 @@ class FleetSource:
             "end": f"{end:.3f}",
             "step": f"{step:g}",
         }
-        past = await self._get("query_range", params, history_frames)
+        past = await self.get("query_range", params, history_frames)
         return [frame for frame in past if frame.t < end]
 
     async def poll_once(self) -> Frame:
@@ -209,11 +201,11 @@ class FleetSource:
         notes: list[str] = []
         answer: FleetAnswer | None = None
         try:
-            answer = await self._get(
+            answer = await self.get(
                 "query", {"query": instant_query(self.matchers)}, frame_from_answer
             )
         except Exception as exc:
-            errors.append(self._request_error(exc))
+            errors.append(self.request_error(exc))
         now = self.clock()
         self._failing = errors[0].kind if errors else None
         if self._history_error is not None and self._history_said < HISTORY_POINTS:
@@ -275,7 +267,7 @@ class FleetSource:
                 past = await self._history(first) if first.cards else []
             except Exception as exc:  # no history is no reason to stop, nor to keep quiet
                 past = []
-                self._history_error = self._request_error(exc, "start-up history: ")
+                self._history_error = self.request_error(exc, "start-up history: ")
                 self._history_said += 1
                 first = first.model_copy(update={"errors": [*first.errors, self._history_error]})
             for frame in [*past, first]:

@@ -10,6 +10,7 @@ selected card is drawn in full.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar
@@ -26,6 +27,7 @@ from textual.reactive import var
 from textual.widgets import Footer, Static
 
 from gpusat_tui.analysis.fleet import FleetTracker
+from gpusat_tui.host.scheduler.job_reader import user_name
 from gpusat_tui.model import Assessment, Frame
 from gpusat_tui.sources import FrameSource, Replayable, replay_controls
 from gpusat_tui.ui.card_moves import card_after, card_below
@@ -158,7 +160,7 @@ class GpusatApp(App[int]):
         self._render_scheduled = False
         self._started_at = clock()
         self.job_bar = JobLine()
-        self.follower = JobFollower(pids)
+        self.follower = JobFollower(pids, user=user_name(os.getuid()))
         self.detail = CardDetail(id="detail")
         self.grid = CardGrid(id="grid")
         #: Set once the user picks a view (o, Enter, Escape): the pane's size no longer does.

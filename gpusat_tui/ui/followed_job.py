@@ -1,4 +1,8 @@
-"""The job the dashboard follows: the one given with ``--pid``, else the first one it found.
+"""The job the dashboard follows: the one given with ``--pid``, else the first one it found,
+where a job with a probed trainer (started under ``gpusat-tui run``: the user's own act) comes
+before one of the caller's own account, which comes before any other. With no card (no vendor
+tool) only a probed job is chosen by itself: that is what the no-tool screen waits for, and an
+unprobed trainer is followed there only when given with ``--pid``.
 
 While it runs, the job line names it alone; once it is gone, the line says so ("job alice:
 python train.py ended at 14:02 after 38 min; last verdict starving (input-bound)") and stays
@@ -52,11 +56,14 @@ class FollowedJob:
 class JobFollower:
     """Chooses the job to follow and tells when it ended (see the module docstring)."""
 
-    def __init__(self, pids: Iterable[int] = (), picked: str | None = None) -> None:
+    def __init__(self, pids: Iterable[int] = (), picked: str | None = None,
+                 user: str | None = None) -> None:
         """``picked``: the key of the job the user chose last (`follow`); it is chosen again
-        after a replay seek while it runs, before ``pids`` and the first job found."""
+        after a replay seek while it runs, before ``pids`` and the first job found. ``user``:
+        the caller's account name, whose jobs come before others' among unprobed ones."""
         self.pids = frozenset(pids)
         self.picked = picked
+        self.user = user
         self.job: FollowedJob | None = None
         self._last_t: float | None = None
 
@@ -72,13 +79,19 @@ class JobFollower:
         self.job = FollowedJob(job.key, job_label(job, 80), t, t)
         return self.job
 
-    def _choose(self, jobs: Sequence[JobContext]) -> JobContext | None:
+    def _choose(self, frame: Frame) -> JobContext | None:
+        jobs = frame.jobs
         picked = next((j for j in jobs if j.key == self.picked), None)
         if picked is not None:
             return picked
         if self.pids:
             return next((j for j in jobs if self.pids & set(j.pids)), None)
-        return jobs[0] if jobs else None
+        probed = {p.pid for p in frame.probes}
+        first_probed = next((j for j in jobs if probed.intersection(j.pids)), None)
+        if first_probed is not None or not frame.cards:
+            return first_probed
+        own = next((j for j in jobs if self.user is not None and j.user == self.user), None)
+        return own or (jobs[0] if jobs else None)
 
     def update(self, frame: Frame, verdict: Verdict) -> FollowedJob | None:
         """The followed job after ``frame`` (whose job verdict is ``verdict``); a frame seen
@@ -90,7 +103,7 @@ class JobFollower:
         self._last_t = frame.t
         job = self.job
         if job is None:
-            chosen = self._choose(frame.jobs)
+            chosen = self._choose(frame)
             if chosen is not None:
                 job = self.job = FollowedJob(chosen.key, job_label(chosen, 80), frame.t,
                                              frame.t)

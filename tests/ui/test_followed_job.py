@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from gpusat_tui.model import Frame, JobContext, ProcessSample, Verdict
+from gpusat_tui.model import Frame, JobContext, ProbeSample, ProcessSample, Verdict
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.followed_job import JobFollower
 from gpusat_tui.ui.widgets.job_picker import JobPicker
@@ -67,6 +67,34 @@ def test_pid_chooses_the_job() -> None:
     job = follower.update(_frame(0, [MINE, OTHER]), STARVING)
     assert job is not None and job.key == OTHER.key
     assert follower.jobs_shown([MINE, OTHER]) == [OTHER]
+
+
+def test_a_probed_job_comes_before_one_found_earlier_in_the_list() -> None:
+    # Bob's unprobed job is listed first; alice's was started under `gpusat-tui run`.
+    frame = _frame(0, [OTHER, MINE]).model_copy(
+        update={"probes": [ProbeSample(pid=100, batches=10)]})
+    job = JobFollower().update(frame, STARVING)
+    assert job is not None and job.key == MINE.key
+
+
+def test_the_caller_s_own_job_comes_before_another_user_s() -> None:
+    job = JobFollower(user="alice").update(_frame(0, [OTHER, MINE]), STARVING)
+    assert job is not None and job.key == MINE.key
+    job = JobFollower(user="carol").update(_frame(0, [OTHER, MINE]), STARVING)
+    assert job is not None and job.key == OTHER.key  # none is hers: the first found
+
+
+def test_with_no_card_only_a_probed_job_is_chosen_by_itself() -> None:
+    # No vendor tool: the screen waits for a probed job; another unprobed trainer on the
+    # machine (a test suite's, a colleague's) is not followed and then called ended.
+    follower = JobFollower()
+    unprobed = _frame(0, [OTHER]).model_copy(update={"cards": []})
+    assert follower.update(unprobed, STARVING) is None
+    probed = _frame(1, [OTHER, MINE]).model_copy(
+        update={"cards": [], "probes": [ProbeSample(pid=100, batches=10)]})
+    job = follower.update(probed, STARVING)
+    assert job is not None and job.key == MINE.key
+    assert JobFollower(pids=[200]).update(unprobed, STARVING) is not None  # --pid: followed
 
 
 async def test_the_dashboard_says_the_job_ended_and_does_not_adopt_another() -> None:

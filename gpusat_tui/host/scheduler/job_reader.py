@@ -14,7 +14,7 @@ import pwd
 from gpusat_tui.host.scheduler.jobs import job_context
 from gpusat_tui.model import JobContext
 
-__all__ = ["read_job_context"]
+__all__ = ["read_job_context", "user_name"]
 
 #: Most bytes read from ``environ`` or ``cmdline`` (a pathological environment is not read in
 #: full; the scheduler's variables come early in practice, and a cut entry is just dropped).
@@ -29,15 +29,20 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _owner(root: str, pid: int) -> str | None:
-    try:
-        uid = os.stat(f"{root}/{pid}").st_uid
-    except OSError:
-        return None
+def user_name(uid: int) -> str:
+    """The account name of ``uid``, as a job's ``user`` is given; the number where the uid has
+    no name here (a container's user)."""
     try:
         return pwd.getpwuid(uid).pw_name
-    except KeyError:  # a uid with no name here (a container's user): say the number
+    except KeyError:
         return str(uid)
+
+
+def _owner(root: str, pid: int) -> str | None:
+    try:
+        return user_name(os.stat(f"{root}/{pid}").st_uid)
+    except OSError:
+        return None
 
 
 def read_job_context(pid: int, root: str = "/proc") -> JobContext:

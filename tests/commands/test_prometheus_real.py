@@ -41,6 +41,8 @@ class Fleet:
     prom: PromServer
     exporters: dict[str, Exporter]
     root: Path
+    #: When every card's verdict was first seen settled and stored (seconds since the epoch).
+    settled_t: float
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +57,21 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         targets = {"gpusat": [e.address for e in exporters.values()]}
         with prometheus(root / "prom", targets, scrape_interval="1s") as prom:
             # Every card's verdict settled as its scenario says (the exporters need a few
-            # polls and the tracker's hold), and stored.
+            # polls and the tracker's hold), and stored, with two scrapes of every busy
+            # counter (its irate; on a loaded machine the exporters may have settled before
+            # the server's first scrape).
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 on = prom.query("gpusat_card_verdict == 1")
                 kinds = {(s["metric"]["host"], s["metric"]["kind"]) for s in on}
-                if len(on) == len(HOSTS) * CARDS and kinds == set(HOSTS.items()):
+                rates = prom.query("irate(gpusat_card_busy_seconds_total[5m])")
+                if (len(on) == len(rates) == len(HOSTS) * CARDS
+                        and kinds == set(HOSTS.items())):
                     break
                 time.sleep(0.25)
             else:
                 raise AssertionError(f"verdicts never settled: {kinds}")
-            yield Fleet(prom, exporters, root)
+            yield Fleet(prom, exporters, root, time.time())
     finally:
         for exporter in exporters.values():
             exporter.stop()
@@ -252,31 +258,46 @@ async def test_fleet_view_shows_every_host_names_the_lagging_one_and_marks_a_sto
         await pilot.press("q")
 
 
-def _stored_as_store(prom: PromServer) -> Store:
-    """Every gpusat series the real server holds, as the PromQL subset's store: a series
-    whose last sample is older than two scrapes is gone (its exporter stopped); the busy
-    counters' rates are the real server's ``irate``."""
-    now = time.time()
+def _stored_moment(prom: PromServer, after: float, timeout: float = 30.0) -> float:
+    """A moment after ``after`` by which every target's scrapes are stored: the oldest of the
+    targets' newest scrapes. Evaluated there, the real server and a stored copy read the same
+    samples (evaluated now, a scrape could land between the two: the ranks' waste sums then
+    differed by a scrape's step)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        newest = [value(s) for s in prom.query('timestamp(up{job="gpusat"})')]
+        if newest and min(newest) > after:
+            return min(newest)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no scrape of every target after {after}: {newest}")
+        time.sleep(0.25)
+
+
+def _stored_as_store(prom: PromServer, at: float) -> Store:
+    """Every gpusat series the real server holds at time ``at``, as the PromQL subset's store:
+    a series whose last sample is older than two scrapes is gone (its exporter stopped); the
+    busy counters' rates are the real server's ``irate``."""
     rates = {
         tuple(sorted(s["metric"].items())): value(s)
-        for s in prom.query("irate(gpusat_card_busy_seconds_total[5m])")
+        for s in prom.query("irate(gpusat_card_busy_seconds_total[5m])", at=at)
     }
     store = Store()
-    for s in prom.query('{__name__=~"gpusat_.+"}[10m]'):
+    for s in prom.query('{__name__=~"gpusat_.+"}[10m]', at=at):
         last_t, last_v = s["values"][-1]
         labels = s["metric"]
         named = tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
-        gone = float(last_t) + 1.0 if now - float(last_t) > 2.5 else None
+        gone = float(last_t) + 1.0 if at - float(last_t) > 2.5 else None
         store.add([Series(dict(labels), float(last_v), gone, rates.get(named))])
     return store
 
 
-def _answers(prom: PromServer, store: Store, promql: str) -> tuple[dict, dict]:
+def _answers(prom: PromServer, store: Store, promql: str, at: float) -> tuple[dict, dict]:
+    """The real server's answer and the subset's, both evaluated at ``at``."""
     def keyed(result: list[tuple[dict[str, str], float]]) -> dict:
         return {tuple(sorted(labels.items())): v for labels, v in result}
 
-    real = keyed([(s["metric"], value(s)) for s in prom.query(promql)])
-    ours = keyed(store.evaluate(promql, time.time()))
+    real = keyed([(s["metric"], value(s)) for s in prom.query(promql, at=at)])
+    ours = keyed(store.evaluate(promql, at))
     return real, ours
 
 
@@ -314,12 +335,13 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
     rows = rows_query(["node-a/nvidia:1", "node-b/nvidia:0", "node-b/nvidia:1"], places)
     assert rows is not None
     queries["rows"] = rows
-    # Three tries: an exporter may poll between the real answer and the stored copy.
+    # Both read at one moment already stored; three tries all the same.
     for _attempt in range(3):
-        store = _stored_as_store(fleet.prom)
+        at = _stored_moment(fleet.prom, fleet.settled_t)
+        store = _stored_as_store(fleet.prom, at)
         mismatched = []
         for name, promql in queries.items():
-            real, ours = _answers(fleet.prom, store, promql)
+            real, ours = _answers(fleet.prom, store, promql, at)
             values_differ = name.split("/")[0] in (
                 "counts", "jobs", "healthy", "job_kinds") and real != ours
             if name.startswith("ranks/") and set(real) == set(ours):  # sums: float order
@@ -331,19 +353,25 @@ def test_each_fleet_view_query_answers_as_the_real_server_does(fleet: Fleet) -> 
         time.sleep(1.0)
     assert not mismatched, [(n, len(r), len(o), sorted(set(r) ^ set(o))[:1])
                             for n, _, r, o in mismatched]
-    # What the answers become: the cards as the scenarios made them.
-    now = time.time()
-    view = read_view({name.split("/")[0]: {"result": [
-        {"metric": dict(k), "value": [now, str(v)]} for k, v in _answers(
-            fleet.prom, store, promql)[0].items()]}
-        for name, promql in queries.items() if name.endswith("/0")}, now)
+    # What the real answers become: the cards as the scenarios made them. A busy share is one
+    # step of a counter between two scrapes: on a loaded machine a late poll of an exporter
+    # can leave half a step between two of them (a saturated host read 0.48), so the moment
+    # read is the first one where the saturated hosts' exporters polled on time.
+    deadline = time.monotonic() + 30
+    while True:
+        view = read_view({name.split("/")[0]: {"result": fleet.prom.query(promql, at=at)}
+                          for name, promql in queries.items() if name.endswith("/0")}, at)
+        busy = view.summary.host_busy
+        if ((busy.get("node-a", 0.0) > 0.7 and (view.summary.busy_median or 0.0) > 0.7)
+                or time.monotonic() > deadline):
+            break
+        at = _stored_moment(fleet.prom, at)
     live = [h for h in HOSTS if not any(
         i.kind == "down" and i.host == h for i in view.summary.problems)]
     assert view.summary.kinds["saturated"] == CARDS * (len(live) - 1)
     assert {(i.id, i.kind) for i in view.summary.problems if i.kind != "down"} == {
         (f"node-b/nvidia:{i}", "starving") for i in range(CARDS)}
     assert view.summary.hosts == len(HOSTS)
-    busy = view.summary.host_busy
     assert busy["node-b"] < 0.7 < busy["node-a"]
     assert view.summary.busy_hosts == len(busy)
     assert view.summary.busy_median is not None and view.summary.busy_median > 0.7

@@ -67,8 +67,10 @@ class PromServer:
         assert doc["status"] == "success", doc
         return doc["data"]
 
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        return self.get("query", query=promql)["result"]  # type: ignore[no-any-return]
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """``promql`` evaluated now, or at the time ``at`` (seconds since the epoch)."""
+        params = {"query": promql} if at is None else {"query": promql, "time": f"{at:.3f}"}
+        return self.get("query", **params)["result"]  # type: ignore[no-any-return]
 
     def wait_for(self, promql: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
         """Poll ``promql`` until it returns at least ``count`` series."""

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gpusat_tui.model import Assessment, Frame
+    from gpusat_tui.notify.status_waits import WaitWindow
 
 __all__ = [
     "CACHE_NAME",
@@ -68,7 +69,8 @@ LAYOUT_1_KEYS = (
     "cause",          # str|null: its cause (input-bound, straggler...)
     "since",          # float|null: unix time since which the job has had this kind
     "util_pct",       # float|null: mean utilisation of the cards, percent
-    "data_wait_pct",  # float|null: the worst rank's data wait (probe), percent
+    "data_wait_pct",  # float|null: the worst rank's data wait (probe), percent, over the
+    #                   polls since the kind began (30 s at most), as the verdict's why quotes it
     "cards",          # int: number of cards
     "lagging",        # [str]: cards whose own verdict is the job's problem (straggler...)
     "headline",       # str|null: the first reason of the job's verdict
@@ -156,10 +158,15 @@ def _job_name(name: str | None, command: str | None) -> str | None:
     return os.path.basename(script)[:64] or None
 
 
-def summarise(frame: Frame, assessment: Assessment, since: float | None = None) -> JobStatus:
-    """The job's status from one poll and its verdicts (pure)."""
+def summarise(frame: Frame, assessment: Assessment, since: float | None = None,
+              data_wait_pct: float | None = None) -> JobStatus:
+    """The job's status from one poll and its verdicts (pure). ``data_wait_pct``: the worst
+    rank's data wait over the verdict's span (`status_waits`); without it, the worst of the
+    probes' own last intervals."""
     job = assessment.job
     waits = [p.data_wait_pct for p in frame.probes if p.data_wait_pct is not None]
+    if data_wait_pct is not None:
+        waits = [data_wait_pct]
     problem = job.kind if job.kind in ("imbalanced", "fragmenting", "stalled") else None
     lagging = tuple(
         card_id for card_id, verdict in assessment.cards.items()
@@ -282,12 +289,19 @@ class StatusFileWriter:
         self.failure: str | None = None
         self._kind: str | None = None
         self._since: float | None = None
+        self._waits: WaitWindow | None = None
 
     def publish(self, frame: Frame, assessment: Assessment) -> JobStatus:
         """Fold in a poll, write the file; returns what was written."""
         if assessment.job.kind != self._kind:
             self._kind, self._since = assessment.job.kind, frame.t
-        status = summarise(frame, assessment, since=self._since)
+        if self._waits is None:
+            # Here, not at the top: the status bar's read path imports this module.
+            from gpusat_tui.notify.status_waits import WaitWindow
+
+            self._waits = WaitWindow()
+        wait = self._waits.update(frame, self._since)
+        status = summarise(frame, assessment, since=self._since, data_wait_pct=wait)
         self.write(status)
         return status
 

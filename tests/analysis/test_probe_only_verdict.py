@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
 from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
 from gpusat_tui.analysis.verdicts.verdict import judge
-from gpusat_tui.model import Frame, HostSample, ProbeSample, ProcessSample
+from gpusat_tui.model import Frame, HostSample, JobContext, ProbeSample, ProcessSample
 
 
 def frames(wait_pct: float, n: int = 6, workers_cpu: float = 99.0) -> list[Frame]:
@@ -49,3 +49,45 @@ def test_tracker_adopts_the_probe_only_verdict() -> None:
     for frame in frames(85.0):
         assessment = tracker.push(frame)
     assert (assessment.job.kind, assessment.job.cause) == ("starving", "input-bound")
+
+
+def two_jobs(waits: dict[int, float], keys: dict[int, str], n: int = 6) -> list[Frame]:
+    """Two probed trainers (PIDs of ``waits``) with their own data waits, of the jobs
+    ``keys`` names (one job key each, or one key for both)."""
+    out = []
+    for i in range(n):
+        elapsed = 10.0 + i
+        probes = [ProbeSample(pid=pid, data_wait_pct=w, data_wait_s=elapsed * w / 100,
+                              elapsed_s=elapsed, step_ms=120.0, samples_per_s=260.0,
+                              batches=50 + i, age_s=0.2) for pid, w in waits.items()]
+        procs = [ProcessSample(pid=pid, role="trainer", name="python", cpu_pct=20.0)
+                 for pid in waits]
+        jobs: dict[str, list[int]] = {}
+        for pid, key in keys.items():
+            jobs.setdefault(key, []).append(pid)
+        contexts = [JobContext(job_id=key.split(":")[1], command=f"python job{key}.py",
+                               pids=pids) for key, pids in jobs.items()]
+        out.append(Frame(t=1000.0 + i, seq=i, probes=probes, processes=procs, jobs=contexts,
+                         host=HostSample(cpu_pct=40.0, cpu_count=16)))
+    return out
+
+
+def test_two_separate_jobs_are_judged_apart_never_as_two_ranks() -> None:
+    # A compute-bound job and a starving one, each started under `run`, no vendor tool.
+    job = judge(two_jobs({100: 2.0, 200: 60.0}, {100: "plain:100", 200: "plain:200"})).job
+    assert (job.kind, job.cause) == ("starving", "input-bound"), job
+    assert "2 separate jobs" in job.why[1] and "plain:200's verdict" in job.why[1], job.why
+    assert "data wait 60 %" in job.why[2] and "PID 200" in job.why[2], job.why
+    assert job.why[-1] == ("the other jobs, on their own: plain:100: unknown (not-starving), "
+                           "data wait 2 %"), job.why
+    assert not any("ranks" in line or "2–60" in line for line in job.why), job.why
+    # The same two trainers as ranks of one job: one verdict over both, as before.
+    one = judge(two_jobs({100: 2.0, 200: 60.0}, {100: "plain:9", 200: "plain:9"})).job
+    assert one.kind == "starving" and not any("separate jobs" in w for w in one.why), one.why
+
+
+def test_two_jobs_below_the_line_stay_unknown_each_named() -> None:
+    job = judge(two_jobs({100: 2.0, 200: 4.0}, {100: "plain:100", 200: "plain:200"})).job
+    assert (job.kind, job.cause) == ("unknown", "not-starving"), job
+    assert "plain:200's verdict" in job.why[1], job.why  # the larger wait first
+    assert job.why[-1].endswith("plain:100: unknown (not-starving), data wait 2 %"), job.why

@@ -23,7 +23,7 @@ from gpusat_tui.analysis.probe_reading.straggler import Straggler, straggler
 from gpusat_tui.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpusat_tui.analysis.verdicts.card_figures import CardFigures, unknown_verdict
 from gpusat_tui.analysis.verdicts.imbalance import BASIS_WORDS, Lag
-from gpusat_tui.analysis.verdicts.probe_only import probe_only_verdict
+from gpusat_tui.analysis.verdicts.probe_only import probe_only_jobs
 from gpusat_tui.analysis.verdicts.unprobed_job import unprobed_verdict
 from gpusat_tui.analysis.verdicts.worker_advice import one_worker_count
 from gpusat_tui.analysis.wording import pct
@@ -281,7 +281,7 @@ def judge_job(
     """
     if not verdicts:
         if ranks and evidence is not None:
-            return probe_only_verdict(ranks, evidence, thresholds), verdicts
+            return probe_only_jobs(ranks, evidence, thresholds, job_of), verdicts
         unprobed = unprobed_verdict(facts, thresholds)
         if unprobed is not None:
             return unprobed, verdicts

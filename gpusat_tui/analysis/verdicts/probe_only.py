@@ -12,7 +12,7 @@ measured. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from gpusat_tui.analysis.evidence.host_evidence import HostEvidence
 from gpusat_tui.analysis.probe_reading.measured import Measured
@@ -21,7 +21,7 @@ from gpusat_tui.analysis.thresholds import Thresholds
 from gpusat_tui.analysis.verdicts.probe_rules import waiting_cause
 from gpusat_tui.model import Verdict
 
-__all__ = ["NOT_STARVING", "NO_TOOL_LINE", "probe_only_verdict"]
+__all__ = ["NOT_STARVING", "NO_TOOL_LINE", "probe_only_jobs", "probe_only_verdict"]
 
 #: The label of every verdict and screen that stands on the probe and the host alone.
 NO_TOOL_LINE = "no accelerator tool: figures from the job and the host only"
@@ -29,6 +29,11 @@ NO_TOOL_LINE = "no accelerator tool: figures from the job and the host only"
 #: The cause of an ``unknown`` verdict whose measured data wait is below the starving line: not
 #: saturated (that needs the card), but not starving either (a notice says it recovered).
 NOT_STARVING = "not-starving"
+
+#: Which of several separate jobs' verdicts stands for the host: the most severe first (the
+#: one an alert or a badge must not miss), ``unknown`` (nothing measured, or below the line)
+#: last.
+_JOB_ORDER = ("stalled", "fragmenting", "starving", "unknown")
 
 _TOOL_ADVICE = (
     "Install or point at the vendor's tool (--tool VENDOR=PATH) to see the cards' own figures "
@@ -75,3 +80,37 @@ def probe_only_verdict(
              "tool"],
         advice=[_TOOL_ADVICE], confidence=0.0,
     )
+
+
+def probe_only_jobs(
+    ranks: Sequence[Rank], evidence: Callable[[], HostEvidence], th: Thresholds,
+    job_of: Mapping[object, str] | None,
+) -> Verdict:
+    """`probe_only_verdict` for each job apart (``job_of``: each trainer's job key): two
+    separate jobs' trainers are never read as two ranks of one. The verdict given is the most
+    severe job's, named as such, with a line for each other job's own verdict and data wait."""
+    groups: dict[str | None, list[Rank]] = {}
+    for r in ranks:
+        groups.setdefault(job_of.get(r.pid) if job_of else None, []).append(r)
+    if len(groups) < 2:
+        return probe_only_verdict(ranks, evidence, th)
+    judged = {key: (probe_only_verdict(rs, evidence, th), Measured(rs).wait_pct)
+              for key, rs in groups.items()}
+
+    def order(key: str | None) -> tuple[int, float]:
+        verdict, wait = judged[key]
+        rank = _JOB_ORDER.index(verdict.kind) if verdict.kind in _JOB_ORDER else len(_JOB_ORDER)
+        return rank, -(wait if wait is not None else -1.0)
+
+    keys = sorted(groups, key=order)
+    shown, _ = judged[keys[0]]
+    others = []
+    for key in keys[1:]:
+        verdict, wait = judged[key]
+        kind = verdict.kind + (f" ({verdict.cause})" if verdict.cause else "")
+        measured = f", data wait {wait:.0f} %" if wait is not None else ""
+        others.append(f"{key or 'a job with no key'}: {kind}{measured}")
+    head = (f"{len(groups)} separate jobs on this host, each judged from its own probes alone; "
+            f"this is {keys[0] or 'a job with no key'}'s verdict")
+    why = [NO_TOOL_LINE, head, *shown.why[1:], "the other jobs, on their own: " + "; ".join(others)]
+    return shown.model_copy(update={"why": why})

@@ -51,9 +51,11 @@ def test_tracker_adopts_the_probe_only_verdict() -> None:
     assert (assessment.job.kind, assessment.job.cause) == ("starving", "input-bound")
 
 
-def two_jobs(waits: dict[int, float], keys: dict[int, str], n: int = 6) -> list[Frame]:
+def two_jobs(waits: dict[int, float], keys: dict[int, str], n: int = 6,
+             workers_cpu: dict[int, float] | None = None) -> list[Frame]:
     """Two probed trainers (PIDs of ``waits``) with their own data waits, of the jobs
-    ``keys`` names (one job key each, or one key for both)."""
+    ``keys`` names (one job key each, or one key for both); ``workers_cpu``: each trainer's
+    two DataLoader workers' CPU."""
     out = []
     for i in range(n):
         elapsed = 10.0 + i
@@ -62,6 +64,9 @@ def two_jobs(waits: dict[int, float], keys: dict[int, str], n: int = 6) -> list[
                               batches=50 + i, age_s=0.2) for pid, w in waits.items()]
         procs = [ProcessSample(pid=pid, role="trainer", name="python", cpu_pct=20.0)
                  for pid in waits]
+        procs += [ProcessSample(pid=pid + 1 + w, role="dataloader_worker", name="pt_data_worker",
+                                cpu_pct=cpu, trainer_pid=pid, state="running")
+                  for pid, cpu in (workers_cpu or {}).items() for w in range(2)]
         jobs: dict[str, list[int]] = {}
         for pid, key in keys.items():
             jobs.setdefault(key, []).append(pid)
@@ -91,3 +96,13 @@ def test_two_jobs_below_the_line_stay_unknown_each_named() -> None:
     assert (job.kind, job.cause) == ("unknown", "not-starving"), job
     assert "plain:200's verdict" in job.why[1], job.why  # the larger wait first
     assert job.why[-1].endswith("plain:100: unknown (not-starving), data wait 2 %"), job.why
+
+
+def test_each_job_s_cause_comes_from_its_own_workers() -> None:
+    # Job 100's workers are pegged; job 200 waits on data with idle workers: its why speaks
+    # of its own two idle workers, not of the other job's busy ones (nor of unseen workers).
+    job = judge(two_jobs({100: 2.0, 200: 60.0}, {100: "plain:100", 200: "plain:200"},
+                         workers_cpu={100: 99.0, 200: 1.0})).job
+    assert (job.kind, job.cause) == ("starving", "input-bound"), job
+    assert "2 workers at 1 % CPU each" in job.why[3], job.why
+    assert not any("99 %" in line or "cannot see" in line for line in job.why), job.why

@@ -94,6 +94,20 @@ class EvidenceCache:
             found = self._by_card[key] = fold_evidence(self._facts, polls)
         return found
 
+    def of_job(self, key: str) -> HostEvidence:
+        """The evidence of one job's own processes: its trainers (`ProcessTie.job_of`) and
+        their workers, whatever card they serve (no card at all: no vendor tool). Another
+        job's workers and disk waits are never this job's cause."""
+        job_of = self._tie.job_of
+        found = self._by_card.get(f"job {key}")
+        if found is None:
+            polls = [poll_evidence(ff.procs, [
+                p for p in ff.procs
+                if job_of.get(p.pid) == key or (p.is_worker and job_of.get(p.trainer_pid) == key)
+            ]) for ff in self._facts]
+            found = self._by_card[f"job {key}"] = fold_evidence(self._facts, polls)
+        return found
+
 
 def fold_evidence(facts: Sequence[FrameFacts], polls: Sequence[PollEvidence]) -> HostEvidence:
     """The window's `HostEvidence` from each poll's figures (``polls[i]`` of ``facts[i]``):

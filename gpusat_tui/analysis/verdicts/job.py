@@ -265,6 +265,7 @@ def judge_job(
     apply: bool = True,
     job_of: Mapping[object, str] | None = None,
     facts: Sequence[FrameFacts] = (),
+    job_evidence: Callable[[str], HostEvidence] | None = None,
 ) -> tuple[Verdict, dict[str, Verdict]]:
     """The job verdict, and the card verdicts once the job's lag is applied (`apply_lag`).
     ``lag_of(active)`` finds the lag among the active cards (`lagging` over the history).
@@ -277,11 +278,13 @@ def judge_job(
     neither, the trainers with no probe in the window ``facts`` (`unprobed_job`).
     ``apply=False``: the card verdicts are returned as given (a caller that only wants the
     job's verdict, of cards already judged with the lag). ``job_of``: each trainer's job key,
-    so that only the ranks of one job are compared (`collective_ranks`).
+    so that only the ranks of one job are compared (`collective_ranks`); ``job_evidence``: a
+    job's own evidence by its key (with no card, several jobs are judged apart).
     """
     if not verdicts:
         if ranks and evidence is not None:
-            return probe_only_jobs(ranks, evidence, thresholds, job_of), verdicts
+            return probe_only_jobs(ranks, evidence, thresholds, job_of,
+                                   job_evidence), verdicts
         unprobed = unprobed_verdict(facts, thresholds)
         if unprobed is not None:
             return unprobed, verdicts

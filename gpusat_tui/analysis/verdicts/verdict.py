@@ -271,7 +271,7 @@ def judge_window(
             figures[cid] = figs
     job, verdicts = judge_job(verdicts, figures, window.lag, window.ranks, thresholds,
                               evidence=lambda: window.evidence(""), job_of=window.tie.job_of,
-                              facts=facts)
+                              facts=facts, job_evidence=window.evidence.of_job)
     if words is not None:
         # The rules that add to a verdict after the card's own (a probe's figures, the job's
         # lag) write their lines anyway: none is kept where no reason is asked for.
@@ -300,13 +300,15 @@ def job_from_cards(
     """
 
     tie = ProcessTie(facts)
+    cache = EvidenceCache(facts, tie)
 
     def host_evidence() -> HostEvidence:
-        return EvidenceCache(facts, tie)("")
+        return cache("")
 
     job, _ = judge_job(dict(cards), dict(figures), lambda _active: lag,
                        ranks_of(facts, thresholds), thresholds, evidence=host_evidence,
-                       apply=False, job_of=tie.job_of, facts=facts)
+                       apply=False, job_of=tie.job_of, facts=facts,
+                       job_evidence=cache.of_job)
     return job
 
 

@@ -173,8 +173,13 @@ def summarise(frame: Frame, assessment: Assessment, since: float | None = None,
         if problem is not None and verdict.kind == problem
     )
     key = name = None
-    if len(frame.jobs) == 1:
-        key, name = frame.jobs[0].key, _job_name(frame.jobs[0].name, frame.jobs[0].command)
+    # With no card the verdict stands on the probed trainers alone: where they are all one
+    # job's (a dashboard judges the job it follows), the status is that job's.
+    probed = {p.pid for p in frame.probes}
+    owners = [j for j in frame.jobs if probed.intersection(j.pids)] if not frame.cards else []
+    named = frame.jobs if len(frame.jobs) == 1 else owners if len(owners) == 1 else []
+    if named:
+        key, name = named[0].key, _job_name(named[0].name, named[0].command)
     elif frame.jobs:
         name = f"{len(frame.jobs)} jobs"
     return JobStatus(

@@ -125,6 +125,28 @@ class JobFollower:
         if verdict.kind != "unknown":
             job.kind, job.cause = verdict.kind, verdict.cause
 
+    def own_frame(self, frame: Frame) -> Frame:
+        """What the pane judges and shows of ``frame``: with no card (no vendor tool) and
+        probes of other jobs beside the followed one's, only the followed job's trainers, their
+        workers and their probes, so that the verdict, its figures and the status file are its
+        own (judged whole, the verdict is the most severe job's, `probe_only_jobs`). ``jobs``
+        stays whole: the picker lists the others. With cards, or no job followed or running,
+        the frame whole."""
+        job = self.job
+        if frame.cards or job is None or job.ended_t is not None:
+            return frame
+        context = next((j for j in frame.jobs if j.key == job.key), None)
+        if context is None:
+            return frame
+        pids = set(context.pids)
+        if all(p.pid in pids for p in frame.probes):
+            return frame
+        return frame.model_copy(update={
+            "probes": [p for p in frame.probes if p.pid in pids],
+            "processes": [p for p in frame.processes
+                          if p.pid in pids or p.trainer_pid in pids],
+        })
+
     def jobs_shown(self, jobs: Sequence[JobContext]) -> list[JobContext]:
         """The jobs the job line names: the followed one alone once one is followed."""
         if self.job is None:

@@ -54,8 +54,9 @@ class FrameFeed:
     async def run(self, post: Callable[[Message], object]) -> None:
         """The worker's body: a source bug ends on screen (`SourceEnded`), not as a traceback."""
         try:
-            async for frame in self.source.frames():
+            async for whole in self.source.frames():
                 self._restart_on_seek()
+                frame = self.follower.own_frame(whole)
                 self.state.push(frame)
                 assessment = self.tracker.push(frame, self.focus())
                 self.follower.update(frame, assessment.job)

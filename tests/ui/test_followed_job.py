@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 
-from gpusat_tui.model import Frame, JobContext, ProbeSample, ProcessSample, Verdict
+from gpusat_tui.model import Assessment, Frame, JobContext, ProbeSample, ProcessSample, Verdict
+from gpusat_tui.notify.status_file import summarise
 from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.followed_job import JobFollower
 from gpusat_tui.ui.widgets.job_picker import JobPicker
@@ -169,3 +170,36 @@ async def test_after_the_job_ended_its_panel_lists_no_other_jobs_trainer() -> No
 
 def test_the_help_names_the_job_picker() -> None:
     assert "\n  j            the jobs on this host: pick the one to follow\n" in HELP
+
+
+def _no_tool_frame(i: int) -> Frame:
+    """No card; alice's and bob's jobs both probed, each with a DataLoader worker."""
+    procs = [ProcessSample(pid=pid, role="trainer", name="python", cpu_pct=50.0)
+             for pid in (100, 200)] + [
+        ProcessSample(pid=pid + 1, role="dataloader_worker", name="pt_data_worker",
+                      trainer_pid=pid) for pid in (100, 200)]
+    probes = [ProbeSample(pid=pid, batches=10 + i) for pid in (100, 200)]
+    return Frame(t=T0 + i, seq=i, processes=procs, probes=probes, jobs=[MINE, OTHER])
+
+
+def test_with_no_card_the_pane_judges_the_followed_job_s_own_trainers() -> None:
+    follower = JobFollower()
+    first = _no_tool_frame(0)
+    assert follower.own_frame(first) is first  # nothing followed yet: the frame whole
+    follower.update(first, STARVING)
+    own = follower.own_frame(_no_tool_frame(1))
+    assert [p.pid for p in own.probes] == [100]
+    assert sorted(p.pid for p in own.processes) == [100, 101]
+    assert own.jobs == [MINE, OTHER]  # the picker still lists bob's job
+    # With a card the frame is judged whole (its cards' verdicts name each job's own).
+    carded = _no_tool_frame(2).model_copy(update={"cards": [card(0)]})
+    assert follower.own_frame(carded) is carded
+
+
+def test_the_status_of_the_followed_job_s_own_frame_names_it() -> None:
+    follower = JobFollower()
+    follower.update(_no_tool_frame(0), STARVING)
+    status = summarise(follower.own_frame(_no_tool_frame(1)), Assessment(job=STARVING))
+    assert (status.job, status.job_name) == (MINE.key, "train.py")
+    whole = summarise(_no_tool_frame(1), Assessment(job=STARVING))
+    assert (whole.job, whole.job_name) == (None, "2 jobs")

@@ -206,6 +206,15 @@ def stop_or_kill(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str,
         raise AssertionError(f"the job did not stop in {timeout} s: {err[-3000:]}") from None
 
 
+def edge_pct(spans: Sequence[Sequence[float]], t0: float, t1: float) -> float:
+    """How far two readings of one window's wait share may differ at its edges, in percent of
+    the window [t0, t1]: the whole length of each wait ``spans`` has across t0 or t1. A probe
+    counts a wait once it ends, so a publication during a wait leaves it out at one edge and
+    in at the other; a loaded machine makes single waits long."""
+    cut = sum(end - start for start, end in spans if start < t0 < end or start < t1 < end)
+    return 100.0 * cut / (t1 - t0)
+
+
 def roles_over(pid: int, seconds: float) -> dict[int, str]:
     """The role of each of the job's processes, by PID, from two samples ``seconds`` apart."""
     monitor = ProcessMonitor(pids=[pid], rescan_s=0.0)

@@ -494,6 +494,10 @@ class GpusatApp(App[int]):
             chosen = next((j for j in jobs if j.key == key), None)
             if chosen is not None and frame is not None:
                 self.follower.follow(chosen, (self.frame or frame).t)
+                if not frame.cards:
+                    # With no card the verdict's window held the other job's trainers alone
+                    # (`JobFollower.own_frame`): judged anew from the next frame on.
+                    self.tracker.reset()
                 self._schedule_render()
 
         self.push_screen(JobPicker(jobs, followed.key if followed else None), follow)

@@ -14,7 +14,7 @@ from gpusat_tui.ui.app import GpusatApp
 from gpusat_tui.ui.followed_job import JobFollower
 from gpusat_tui.ui.widgets.job_picker import JobPicker
 from gpusat_tui.ui.widgets.screens import HELP
-from tests.ui.conftest import T0, FixedTracker, ListSource, card, screen_text, settle
+from tests.ui.conftest import T0, FixedTracker, ListSource, StepSource, card, screen_text, settle
 
 STARVING = Verdict(kind="starving", cause="input-bound", why=["data wait 61 %"])
 
@@ -203,3 +203,33 @@ def test_the_status_of_the_followed_job_s_own_frame_names_it() -> None:
     assert (status.job, status.job_name) == (MINE.key, "train.py")
     whole = summarise(_no_tool_frame(1), Assessment(job=STARVING))
     assert (whole.job, whole.job_name) == (None, "2 jobs")
+
+
+def _probed_frame(i: int) -> Frame:
+    """No card; alice's job (PID 100) waits 2 % of its time on data, bob's (PID 200) 60 %."""
+    elapsed = 10.0 + i
+    probes = [ProbeSample(pid=pid, data_wait_pct=w, data_wait_s=elapsed * w / 100,
+                          elapsed_s=elapsed, step_ms=120.0, batches=50 + i, age_s=0.2)
+              for pid, w in ((100, 2.0), (200, 60.0))]
+    procs = [ProcessSample(pid=pid, role="trainer", name="python", cpu_pct=20.0)
+             for pid in (100, 200)]
+    return Frame(t=T0 + i, seq=i, processes=procs, probes=probes, jobs=[MINE, OTHER])
+
+
+async def test_with_no_card_the_job_picked_is_judged_from_its_own_probes_alone() -> None:
+    source = StepSource([_probed_frame(i) for i in range(40)])
+    app = GpusatApp(source, clock=lambda: T0, own_cpu=lambda: 0.4)  # the real verdict tracker
+    async with app.run_test(size=(200, 40)) as pilot:
+        source.release(8)
+        await settle(pilot, lambda: app.frame is not None and app.frame.seq == 7, timeout=30)
+        line = _job_line(app)
+        assert "alice" in line and "UNKNOWN" in line and "data wait 2 %" in line, line
+        assert "60 %" not in line, line  # bob's wait is not alice's job's
+        await pilot.press("j")
+        await settle(pilot, lambda: isinstance(app.screen, JobPicker))
+        await pilot.press("down", "enter")
+        await settle(pilot, lambda: not isinstance(app.screen, JobPicker))
+        source.release(32)
+        await settle(pilot, lambda: "STARVING" in _job_line(app), timeout=30)
+        line = _job_line(app)
+        assert "bob" in line and "data wait 60 %" in line and "alice" not in line, line

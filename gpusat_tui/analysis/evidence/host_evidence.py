@@ -8,7 +8,7 @@ The stall rule's evidence is `stall`'s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,43 +69,44 @@ class EvidenceCache:
     def __init__(self, facts: Sequence[FrameFacts], tie: ProcessTie) -> None:
         self._facts = facts
         self._tie = tie
-        self._by_card: dict[str | None, HostEvidence] = {}
+        self._found: dict[tuple[str, str | None], HostEvidence] = {}
 
     def __call__(self, card_id: str) -> HostEvidence:
         tie = self._tie
-        key = card_id if tie.any_card_ids else None
-        found = self._by_card.get(key)
-        if found is None:
-            signature = tie.signature
-            memo_key = ("evidence", key)
-            polls: list[PollEvidence] = []
-            for ff in self._facts:
-                kept = ff.memo.get(memo_key)
-                if kept is not None and (kept[0] is signature or kept[0] == signature):
-                    polls.append(kept[1])
-                    continue
-                tied = (
-                    [p for p in ff.procs if card_id in tie.tied_cards(p)]
-                    if tie.any_card_ids else ff.procs
-                )
-                poll = poll_evidence(ff.procs, tied)
-                ff.memo[memo_key] = (signature, poll)
-                polls.append(poll)
-            found = self._by_card[key] = fold_evidence(self._facts, polls)
-        return found
+        if not tie.any_card_ids:
+            return self._folded(("evidence", None), lambda procs: procs)
+        return self._folded(("evidence", card_id),
+                            lambda procs: [p for p in procs if card_id in tie.tied_cards(p)])
 
     def of_job(self, key: str) -> HostEvidence:
         """The evidence of one job's own processes: its trainers (`ProcessTie.job_of`) and
         their workers, whatever card they serve (no card at all: no vendor tool). Another
         job's workers and disk waits are never this job's cause."""
         job_of = self._tie.job_of
-        found = self._by_card.get(f"job {key}")
+        return self._folded(("job evidence", key), lambda procs: [
+            p for p in procs
+            if job_of.get(p.pid) == key or (p.is_worker and job_of.get(p.trainer_pid) == key)
+        ])
+
+    def _folded(
+        self, memo_key: tuple[str, str | None],
+        tied: Callable[[Sequence[ProcFacts]], Sequence[ProcFacts]],
+    ) -> HostEvidence:
+        """The window's evidence of the processes ``tied`` picks from each poll's; each poll's
+        part kept in its `FrameFacts.memo` under ``memo_key`` while the tie is the same."""
+        found = self._found.get(memo_key)
         if found is None:
-            polls = [poll_evidence(ff.procs, [
-                p for p in ff.procs
-                if job_of.get(p.pid) == key or (p.is_worker and job_of.get(p.trainer_pid) == key)
-            ]) for ff in self._facts]
-            found = self._by_card[f"job {key}"] = fold_evidence(self._facts, polls)
+            signature = self._tie.signature
+            polls: list[PollEvidence] = []
+            for ff in self._facts:
+                kept = ff.memo.get(memo_key)
+                if kept is not None and (kept[0] is signature or kept[0] == signature):
+                    polls.append(kept[1])
+                    continue
+                poll = poll_evidence(ff.procs, tied(ff.procs))
+                ff.memo[memo_key] = (signature, poll)
+                polls.append(poll)
+            found = self._found[memo_key] = fold_evidence(self._facts, polls)
         return found
 
 

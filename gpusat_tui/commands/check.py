@@ -37,7 +37,7 @@ import time
 from typing import TYPE_CHECKING
 
 from gpusat_tui.analysis.verdicts.probe_only import NO_TOOL_LINE
-from gpusat_tui.analysis.verdicts.tracker import VerdictTracker
+from gpusat_tui.analysis.verdicts.tracker import EVIDENCE_WINDOW_S, VerdictTracker
 from gpusat_tui.commands.check_report import CheckBuilder
 from gpusat_tui.commands.check_schema import CheckError, CheckReport, Stats
 from gpusat_tui.commands.job_lines import energy_line, job_words
@@ -185,7 +185,7 @@ async def _collect(
     tracker: VerdictTracker | FleetTracker | None = None,
 ) -> tuple[float, int | None]:
     """Poll until ``duration`` is covered or a signal arrives. Returns (seconds, signal)."""
-    tracker = tracker or VerdictTracker(window_s=30.0)
+    tracker = tracker or VerdictTracker(window_s=EVIDENCE_WINDOW_S)
     start = time.monotonic()
     async with stopped_by_signals() as received:
         try:
@@ -234,7 +234,7 @@ def run_check(options: CheckOptions) -> int:
 
         from gpusat_tui.commands.watch import run_watch
 
-        tracker = built.tracker or VerdictTracker(window_s=30.0)
+        tracker = built.tracker or VerdictTracker(window_s=EVIDENCE_WINDOW_S)
         host = options.source.prometheus or socket.gethostname()
         return run_watch(options, built.source, tracker, host=host)
     builder = CheckBuilder()

@@ -164,9 +164,9 @@ def summarise(frame: Frame, assessment: Assessment, since: float | None = None,
     rank's data wait over the verdict's span (`status_waits`); without it, the worst of the
     probes' own last intervals."""
     job = assessment.job
-    waits = [p.data_wait_pct for p in frame.probes if p.data_wait_pct is not None]
-    if data_wait_pct is not None:
-        waits = [data_wait_pct]
+    if data_wait_pct is None:
+        waits = [p.data_wait_pct for p in frame.probes if p.data_wait_pct is not None]
+        data_wait_pct = max(waits) if waits else None
     problem = job.kind if job.kind in ("imbalanced", "fragmenting", "stalled") else None
     lagging = tuple(
         card_id for card_id, verdict in assessment.cards.items()
@@ -185,7 +185,7 @@ def summarise(frame: Frame, assessment: Assessment, since: float | None = None,
     return JobStatus(
         kind=job.kind, cause=job.cause, since=since,
         util_pct=_mean(c.util_pct for c in frame.cards if c.stale_s is None),
-        data_wait_pct=max(waits) if waits else None, cards=len(frame.cards),
+        data_wait_pct=data_wait_pct, cards=len(frame.cards),
         lagging=lagging, headline=job.why[0] if job.why else None, t=frame.t,
         job=key, job_name=name,
     )

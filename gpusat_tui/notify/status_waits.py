@@ -1,6 +1,6 @@
 """The data wait a monitor's status file quotes: each probed trainer's share of time blocked on
 its next batch over the span the verdict judges (the polls since the job's kind was adopted,
-`WINDOW_S` at most), from the probe's cumulative counters as the verdict's why reads them.
+`EVIDENCE_WINDOW_S` at most), from the probe's cumulative counters as the verdict's why reads them.
 
 The probe's own figure covers only its last publishing interval (about a second): beside a why
 of "data wait 90 % over the last 30 s" the badge read 52 % and then 81–98 % from call to call.
@@ -15,18 +15,16 @@ from collections import deque
 
 from gpusat_tui.analysis.probe_reading.probe_rates import span_rates
 from gpusat_tui.analysis.thresholds import Thresholds
+from gpusat_tui.analysis.verdicts.tracker import EVIDENCE_WINDOW_S
 from gpusat_tui.model import Frame, ProbeSample
 
-__all__ = ["WINDOW_S", "WaitWindow"]
-
-#: The verdict's evidence window at most (`analysis.verdicts.tracker`'s default ``window_s``).
-WINDOW_S = 30.0
+__all__ = ["WaitWindow"]
 
 
 class WaitWindow:
     """Each probed trainer's publications over the span, and the worst one's data wait."""
 
-    def __init__(self, window_s: float = WINDOW_S, th: Thresholds | None = None) -> None:
+    def __init__(self, window_s: float = EVIDENCE_WINDOW_S, th: Thresholds | None = None) -> None:
         self.window_s = window_s
         self.max_age_s = (th or Thresholds()).probe_max_age_s
         self._pubs: dict[int, deque[tuple[float, ProbeSample]]] = {}

@@ -62,7 +62,11 @@ from gpusat_tui.analysis.verdicts.verdict import (
 )
 from gpusat_tui.model import Assessment, Frame, Verdict
 
-__all__ = ["VerdictTracker", "recent_starts"]
+__all__ = ["EVIDENCE_WINDOW_S", "VerdictTracker", "recent_starts"]
+
+#: The evidence window's length at most, seconds: what a verdict's why and the status file
+#: quote a measured figure over.
+EVIDENCE_WINDOW_S = 30.0
 
 
 class VerdictTracker:
@@ -70,7 +74,7 @@ class VerdictTracker:
 
     def __init__(
         self,
-        window_s: float = 30.0,
+        window_s: float = EVIDENCE_WINDOW_S,
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
         hold_polls: int = 2,
         *,

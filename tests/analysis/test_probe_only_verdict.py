@@ -106,3 +106,18 @@ def test_each_job_s_cause_comes_from_its_own_workers() -> None:
     assert (job.kind, job.cause) == ("starving", "input-bound"), job
     assert "2 workers at 1 % CPU each" in job.why[3], job.why
     assert not any("99 %" in line or "cannot see" in line for line in job.why), job.why
+
+
+def test_the_one_job_probed_among_several_takes_its_own_workers_as_evidence() -> None:
+    # What a dashboard following job 200 judges (`JobFollower.own_frame`): its probe and its
+    # processes only, the host's two jobs still listed. Its idle workers are its evidence; they
+    # were read as unseen, since no card ties any process with two jobs on the host.
+    frames = [f.model_copy(update={
+        "probes": [p for p in f.probes if p.pid == 200],
+        "processes": [p for p in f.processes if 200 in (p.pid, p.trainer_pid)],
+    }) for f in two_jobs({100: 2.0, 200: 60.0}, {100: "plain:100", 200: "plain:200"},
+                         workers_cpu={100: 99.0, 200: 1.0})]
+    job = judge(frames).job
+    assert (job.kind, job.cause) == ("starving", "input-bound"), job
+    assert any("2 workers at 1 % CPU each" in line for line in job.why), job.why
+    assert not any("cannot see" in line or "separate jobs" in line for line in job.why), job.why

@@ -89,20 +89,23 @@ def probe_only_jobs(
 ) -> Verdict:
     """`probe_only_verdict` for each job apart (``job_of``: each trainer's job key): two
     separate jobs' trainers are never read as two ranks of one, and each job's cause comes
-    from its own processes (``job_evidence``: a job key's evidence; without it the host's).
+    from its own processes (``job_evidence``: a job key's evidence; without it, or for
+    trainers of no known job, the host's).
     The verdict given is the most severe job's, named as such, with a line for each other
     job's own verdict and data wait."""
     groups: dict[str | None, list[Rank]] = {}
     for r in ranks:
         groups.setdefault(job_of.get(r.pid) if job_of else None, []).append(r)
-    if len(groups) < 2:
-        return probe_only_verdict(ranks, evidence, th)
 
     def own(key: str | None) -> Callable[[], HostEvidence]:
         if key is None or job_evidence is None:
             return evidence
         return lambda: job_evidence(key)
 
+    if len(groups) < 2:
+        # One job probed (a dashboard's followed job among others on the host, or the only
+        # one): still its own processes' evidence, not what the host's other jobs do.
+        return probe_only_verdict(ranks, own(next(iter(groups), None)), th)
     judged = {key: (probe_only_verdict(rs, own(key), th), Measured(rs).wait_pct)
               for key, rs in groups.items()}
 
